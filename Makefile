@@ -1,0 +1,32 @@
+# Two commands set everything up on a fresh machine:
+#   make demo   creates .venv, installs Reverie, runs the main job on the embedded default
+#   make test   creates or updates .venv, runs the whole test suite (slow tests included)
+VENV   ?= .venv
+PYTHON ?= python3
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.reverie-installed
+
+export MUJOCO_GL ?= egl
+
+.PHONY: venv demo test test-fast clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch is pinned in pyproject.toml (2.13.0, the CPU wheel); nothing here may pull another build.
+	$(BIN)/python -m pip install --quiet -e ".[dev,minari]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/reverie demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

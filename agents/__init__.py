@@ -1,0 +1,1 @@
+"""Policies and learners that consume imagined rollouts."""

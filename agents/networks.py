@@ -1,0 +1,74 @@
+"""The few network building blocks shared across learners and models.
+
+``EnsembleLinear`` evaluates E independent linear layers in one batched matmul;
+an ensemble of critics (or of dynamics models) is a stack of them, so E members
+cost one kernel launch per layer instead of E.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+
+def mlp(in_dim: int, out_dim: int, hidden: tuple[int, ...] = (256, 256), act=nn.ReLU) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    d = in_dim
+    for h in hidden:
+        layers += [nn.Linear(d, h), act()]
+        d = h
+    layers.append(nn.Linear(d, out_dim))
+    return nn.Sequential(*layers)
+
+
+class EnsembleLinear(nn.Module):
+    """E linear layers applied at once: ``[E, B, in] -> [E, B, out]``."""
+
+    def __init__(self, members: int, in_dim: int, out_dim: int):
+        super().__init__()
+        self.members, self.in_dim, self.out_dim = members, in_dim, out_dim
+        self.weight = nn.Parameter(torch.empty(members, in_dim, out_dim))
+        self.bias = nn.Parameter(torch.empty(members, 1, out_dim))
+        bound = 1.0 / math.sqrt(in_dim)
+        # Same initialisation as nn.Linear, member by member.
+        nn.init.uniform_(self.weight, -bound, bound)
+        nn.init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim == 2:  # one batch shared by every member
+            x = x.unsqueeze(0).expand(self.members, -1, -1)
+        return torch.baddbmm(self.bias, x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"members={self.members}, in_dim={self.in_dim}, out_dim={self.out_dim}"
+
+
+class EnsembleMLP(nn.Module):
+    """E MLPs evaluated together: ``[B, in]`` or ``[E, B, in]`` -> ``[E, B, out]``."""
+
+    def __init__(self, members: int, in_dim: int, out_dim: int, hidden: tuple[int, ...] = (256, 256)):
+        super().__init__()
+        dims = (in_dim, *hidden, out_dim)
+        self.layers = nn.ModuleList(EnsembleLinear(members, a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.members = members
+
+    def forward(self, x: Tensor) -> Tensor:
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i < len(self.layers) - 1:
+                x = torch.relu(x)
+        return x
+
+
+class TanhActor(nn.Module):
+    """A deterministic policy ``a = tanh(MLP(s))`` in [-1, 1]^act_dim."""
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: tuple[int, ...] = (256, 256)):
+        super().__init__()
+        self.obs_dim, self.act_dim, self.hidden = obs_dim, act_dim, tuple(hidden)
+        self.net = mlp(obs_dim, act_dim, self.hidden)
+
+    def forward(self, obs: Tensor) -> Tensor:
+        return torch.tanh(self.net(obs))

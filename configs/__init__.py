@@ -1,0 +1,1 @@
+"""Hydra config groups (shipped as package data so an installed `reverie` finds them)."""

@@ -1,0 +1,1 @@
+"""Simulator tasks, termination functions, reference scores and offline datasets."""

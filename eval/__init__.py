@@ -1,0 +1,1 @@
+"""The command line, the imagined-vs-simulator harness, metrics and reports."""

@@ -1,0 +1,361 @@
+"""The ``reverie`` command line.
+
+``reverie <command> [SOURCE] [key=value ...] [--cfg job] [--json] [--debug]``
+
+Every command composes its config from ``configs/`` with Hydra (one primary
+config per command, groups such as ``task/``), so any key can be overridden
+as ``key=value`` and ``--cfg job`` prints what a run would use. Commands that
+do work write a run directory holding ``config.yaml`` (resolved),
+``overrides.yaml`` and TensorBoard events.
+
+Bad input is reported on one line on stderr with exit status 2; ``--debug``
+shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from omegaconf import DictConfig, OmegaConf
+
+import configs as _configs_pkg
+from envs.errors import ReverieError
+
+CONFIG_DIR = Path(_configs_pkg.__file__).resolve().parent
+EXIT_BAD_INPUT = 2
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    summary: str
+    config: str
+    run: Callable[[DictConfig, "RunContext"], int | None]
+    positional: str | None = None   # a bare argument fills this config key
+    writes_run: bool = False        # creates a run directory with config snapshot and TensorBoard
+    usage: str = ""
+
+
+class RunContext:
+    """What a command gets besides its config: where to write, how to log."""
+
+    def __init__(self, run_dir: Path | None, overrides: list[str]):
+        self.run_dir = run_dir
+        self.overrides = overrides
+        self._writer = None
+
+    @property
+    def writer(self):
+        if self._writer is None and self.run_dir is not None:
+            from torch.utils.tensorboard import SummaryWriter
+            self._writer = SummaryWriter(str(self.run_dir / "tb"))
+        return self._writer
+
+    def log(self, metrics: dict[str, float], step: int = 0) -> None:
+        if self.writer is not None:
+            for k, v in metrics.items():
+                if v is not None:
+                    self.writer.add_scalar(k, v, step)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+
+# --------------------------------------------------------------------------- commands
+def _set_threads(cfg: DictConfig) -> None:
+    import torch
+    torch.set_num_threads(int(cfg.get("threads", 1)))
+
+
+def run_tasks(cfg: DictConfig, ctx: RunContext) -> None:
+    from envs.policies import ZOO_DIR
+    from envs.tasks import TASKS
+
+    rows = []
+    for t in TASKS.values():
+        zoo = ZOO_DIR / t.name / "zoo.json"
+        policies = json.loads(zoo.read_text())["policies"] if zoo.is_file() else []
+        expert = max((p["return_mean"] for p in policies), default=None)
+        rows.append({"task": t.name, "gym_id": t.gym_id, "obs_dim": t.obs_dim, "act_dim": t.act_dim,
+                     "nq": t.nq, "nv": t.nv, "max_episode_steps": t.max_episode_steps,
+                     "d4rl_min": t.d4rl_min, "d4rl_max": t.d4rl_max, "neorl_min": t.neorl_min,
+                     "neorl_max": t.neorl_max, "zoo_policies": len(policies), "zoo_best_return": expert})
+    if cfg.json:
+        print(json.dumps(rows, indent=2))
+        return
+    print(f"{'task':<12} {'gym id':<15} {'obs':>4} {'act':>4}  {'D4RL random..expert':<24} "
+          f"{'NeoRL random..expert':<22} {'shipped zoo'}")
+    for r in rows:
+        neorl = f"{r['neorl_min']:.0f}..{r['neorl_max']:.0f}" if r["neorl_min"] is not None else "-"
+        zoo = f"{r['zoo_policies']} policies, best {r['zoo_best_return']:.0f}" if r["zoo_policies"] else "none"
+        print(f"{r['task']:<12} {r['gym_id']:<15} {r['obs_dim']:>4} {r['act_dim']:>4}  "
+              f"{r['d4rl_min']:.1f}..{r['d4rl_max']:.1f}".ljust(61) + f" {neorl:<22} {zoo}")
+
+
+def run_dataset_make(cfg: DictConfig, ctx: RunContext) -> None:
+    from envs.builtin import make_builtin
+
+    _set_threads(cfg)
+    started = time.perf_counter()
+    path, manifest = make_builtin(cfg.task.name, cfg.level, size=cfg.size, seed=cfg.seed, num_envs=cfg.num_envs,
+                                  force=cfg.force, cache_root=Path(cfg.cache_dir) if cfg.cache_dir else None,
+                                  progress=sys.stderr.isatty())
+    seconds = time.perf_counter() - started
+    reused = manifest.get("created") and seconds < 0.5 * manifest.get("seconds", 0)
+    print(f"{'reused' if reused else 'made'} {manifest['name']}: {manifest['size']:,} transitions, "
+          f"{manifest['episodes']:,} episodes -> {path}")
+    if not reused:
+        print(f"took {manifest['seconds']:.1f} s ({manifest['transitions_per_second']:,.0f} transitions/s)")
+    ctx.log({"dataset/transitions_per_second": manifest["transitions_per_second"],
+             "dataset/seconds": manifest["seconds"]})
+
+
+def run_dataset_info(cfg: DictConfig, ctx: RunContext) -> None:
+    from envs.info import dataset_info, format_info
+    from envs.sources import load_source
+
+    ds = load_source(cfg.source, task=cfg.task, size=cfg.size, seed=cfg.seed, progress=sys.stderr.isatty())
+    info = dataset_info(ds)
+    print(json.dumps(info) if cfg.json else format_info(info))
+
+
+def run_dataset_convert(cfg: DictConfig, ctx: RunContext) -> None:
+    import shutil
+
+    from envs.d4rl_format import write_d4rl
+    from envs.minari_format import write_minari
+    from envs.neorl_format import write_neorl
+    from envs.sources import load_source
+
+    writers = {"d4rl": write_d4rl, "neorl": write_neorl, "minari": write_minari}
+    if cfg.format not in writers:
+        raise ReverieError(f"option 'format': expected one of {', '.join(writers)}, got '{cfg.format}'")
+    out = Path(cfg.out).expanduser()
+    if out.exists():
+        if not cfg.force:
+            raise ReverieError(f"{out}: output exists; pass force=true to overwrite")
+        shutil.rmtree(out) if out.is_dir() else out.unlink()
+    ds = load_source(cfg.source, task=cfg.task)
+    if cfg.format == "minari":
+        write_minari(ds, out, dataset_id=cfg.dataset_id)
+    else:
+        writers[cfg.format](ds, out)
+    print(f"wrote {len(ds):,} transitions of {ds.name} as {cfg.format} -> {out}")
+
+
+def run_dataset_train_behavior(cfg: DictConfig, ctx: RunContext) -> None:
+    from envs.behavior import BehaviorConfig, publish_zoo, train_behavior
+    from envs.builtin import cache_dir
+    from envs.policies import ZOO_DIR
+
+    fields = BehaviorConfig.__dataclass_fields__
+    bcfg = BehaviorConfig(**{k: (tuple(v) if k == "hidden" else v) for k, v in
+                             OmegaConf.to_container(cfg, resolve=True).items() if k in fields and k != "task"},
+                          task=cfg.task.name)
+    workdir = Path(cfg.workdir) if cfg.workdir else cache_dir() / "behavior" / f"{bcfg.task}-seed{bcfg.seed}"
+    print(f"training TD3 on {bcfg.task} in {workdir} (resumes from its checkpoint)")
+    summary = train_behavior(bcfg, workdir, progress=sys.stderr.isatty())
+    print(json.dumps(summary))
+    ctx.log({"behavior/best_return": summary["best_return"], "behavior/steps_per_second": summary["steps_per_second"]},
+            summary["step"])
+    if cfg.publish:
+        command = "reverie dataset train-behavior " + " ".join(ctx.overrides)
+        manifest = publish_zoo(bcfg.task, workdir, Path(cfg.zoo_dir) if cfg.zoo_dir else ZOO_DIR,
+                               n_policies=cfg.zoo_policies, eval_episodes=cfg.zoo_eval_episodes, command=command)
+        for p in manifest["policies"]:
+            print(f"  {p['name']}  return {p['return_mean']:8.1f} ± {p['return_std']:6.1f}  "
+                  f"normalized {p['normalized_score']:6.1f}  {' '.join(p['roles'])}")
+
+
+def run_demo(cfg: DictConfig, ctx: RunContext) -> None:
+    from envs.builtin import make_builtin
+    from envs.d4rl_format import read_d4rl
+    from envs.info import dataset_info, format_info
+
+    _set_threads(cfg)
+    print(f"[1/2] making {cfg.task.name}-{cfg.level} ({cfg.size:,} transitions) from the shipped policies")
+    path, manifest = make_builtin(cfg.task.name, cfg.level, size=cfg.size, seed=cfg.seed, num_envs=cfg.num_envs,
+                                  progress=sys.stderr.isatty())
+    print(f"      -> {path}  ({manifest['transitions_per_second']:,.0f} transitions/s when made)")
+    print("[2/2] dataset info")
+    ds = read_d4rl(path)
+    info = dataset_info(ds)
+    print(format_info(info))
+    ctx.log({"demo/normalized_score": info["normalized_score"], "demo/coverage": info["coverage"]})
+
+
+COMMANDS: dict[str, Command] = {c.name: c for c in [
+    Command("tasks", "list the simulator tasks, their sizes, reference scores and shipped policies",
+            "tasks", run_tasks),
+    Command("dataset make", "make a built-in D4RL-style dataset from the shipped behaviour policies",
+            "dataset_make", run_dataset_make, writes_run=True,
+            usage="reverie dataset make task=hopper level=medium-replay [size=N] [seed=S]"),
+    Command("dataset info", "describe a dataset: size, returns, normalized score, ranges, coverage",
+            "dataset_info", run_dataset_info, positional="source",
+            usage="reverie dataset info SOURCE [--json]   (a path or a name)"),
+    Command("dataset convert", "write any dataset as D4RL HDF5, Minari or NeoRL npz",
+            "dataset_convert", run_dataset_convert, positional="source",
+            usage="reverie dataset convert SOURCE out=PATH format=d4rl|minari|neorl"),
+    Command("dataset train-behavior", "train (or resume) the TD3 behaviour policies of a task; publish its zoo",
+            "dataset_train_behavior", run_dataset_train_behavior, writes_run=True,
+            usage="reverie dataset train-behavior task=hopper [total_steps=N] [budget_minutes=M] [publish=true]"),
+    Command("demo", "the main job on the embedded default: a small hopper dataset and its report",
+            "demo", run_demo, writes_run=True),
+]}
+
+
+# --------------------------------------------------------------------------- plumbing
+def _top_help() -> str:
+    width = max(len(n) for n in COMMANDS)
+    lines = ["usage: reverie <command> [SOURCE] [key=value ...] [--cfg job] [--json] [--debug]", "",
+             "Model-based offline RL and world-model rollouts for robotics.", "", "commands:"]
+    lines += [f"  {c.name:<{width}}  {c.summary}" for c in COMMANDS.values()]
+    lines += ["", "Every command takes Hydra overrides (key=value); `reverie <command> --help` shows its options,",
+              "`--cfg job` prints the composed config, `--debug` shows tracebacks."]
+    return "\n".join(lines)
+
+
+def _group_help(prefix: str) -> str:
+    subs = [c for n, c in COMMANDS.items() if n.startswith(prefix + " ")]
+    width = max(len(c.name) for c in subs)
+    return "\n".join([f"usage: reverie {prefix} <subcommand> ...", "", "subcommands:"]
+                     + [f"  {c.name:<{width}}  {c.summary}" for c in subs])
+
+
+def _command_help(cmd: Command, cfg_yaml: str) -> str:
+    groups = sorted(p.name for p in CONFIG_DIR.iterdir() if p.is_dir() and not p.name.startswith("_"))
+    choices = {g: sorted(f.stem for f in (CONFIG_DIR / g).glob("*.yaml")) for g in groups}
+    lines = [f"usage: {cmd.usage or 'reverie ' + cmd.name + ' [key=value ...]'}", "", cmd.summary, "",
+             "options (override any as key=value; configs/" + cmd.config + ".yaml):", ""]
+    lines += ["  " + ln for ln in cfg_yaml.rstrip().splitlines()]
+    lines += ["", "config groups:"] + [f"  {g}: {', '.join(c)}" for g, c in choices.items()]
+    lines += ["", "flags: --cfg job (print the composed config), --debug (tracebacks)"
+              + (", --json (machine-readable output)" if cmd.name in ("tasks", "dataset info") else "")]
+    return "\n".join(lines)
+
+
+def _compose(cmd: Command, overrides: list[str]) -> DictConfig:
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    if not OmegaConf.has_resolver("now"):
+        OmegaConf.register_new_resolver("now", lambda fmt: time.strftime(fmt))
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            return compose(config_name=cmd.config, overrides=overrides)
+    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        for ov in overrides:
+            key, _, value = ov.partition("=")
+            group = CONFIG_DIR / key.lstrip("+~")
+            if group.is_dir() and not (group / f"{value}.yaml").is_file():
+                options = ", ".join(sorted(f.stem for f in group.glob("*.yaml")))
+                msg = f"unknown {key} '{value}': expected one of {options}"
+        raise ReverieError(f"{cmd.name}: {msg}") from None
+
+
+def _split_args(argv: list[str]) -> tuple[Command | None, str | None, list[str], dict]:
+    flags = {"help": False, "debug": False, "json": False, "cfg": None}
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-h", "--help"):
+            flags["help"] = True
+        elif a == "--debug":
+            flags["debug"] = True
+        elif a == "--json":
+            flags["json"] = True
+        elif a == "--cfg" or a.startswith("--cfg="):
+            if a == "--cfg":
+                i += 1
+                flags["cfg"] = argv[i] if i < len(argv) else ""
+            else:
+                flags["cfg"] = a.split("=", 1)[1]
+        else:
+            rest.append(a)
+        i += 1
+    words = [a for a in rest if "=" not in a and not a.startswith("-")]
+    cmd = None
+    for n in (2, 1):
+        name = " ".join(words[:n])
+        if len(words) >= n and name in COMMANDS:
+            cmd = COMMANDS[name]
+            for w in words[:n]:
+                rest.remove(w)
+            break
+    group = words[0] if cmd is None and words else None
+    return cmd, group, rest, flags
+
+
+def _make_run_dir(cfg: DictConfig, overrides: list[str]) -> Path:
+    run_dir = Path(str(cfg.run_dir))
+    if run_dir.exists() and any(run_dir.iterdir()):
+        run_dir = run_dir.with_name(run_dir.name + time.strftime("-%f"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    (run_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(list(overrides))))
+    return run_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cmd, group, rest, flags = _split_args(argv)
+    try:
+        if cmd is None:
+            if group is None:
+                print(_top_help())
+                return 0 if flags["help"] or not argv else EXIT_BAD_INPUT
+            if any(n.startswith(group + " ") for n in COMMANDS):
+                print(_group_help(group))
+                return 0 if flags["help"] or len(rest) == 0 else EXIT_BAD_INPUT
+            raise ReverieError(f"unknown command '{group}': expected one of "
+                               f"{', '.join(sorted({n.split()[0] for n in COMMANDS}))} (see reverie --help)")
+        overrides = [a for a in rest if "=" in a]
+        bare = [a for a in rest if "=" not in a]
+        if bare and (cmd.positional is None or len(bare) > 1):
+            raise ReverieError(f"{cmd.name}: unexpected argument '{bare[-1]}' (options are key=value)")
+        if flags["json"]:
+            overrides.append("json=true")
+        cfg = _compose(cmd, overrides)
+        if bare:
+            cfg[cmd.positional] = bare[0]
+        if flags["help"]:
+            print(_command_help(cmd, OmegaConf.to_yaml(cfg)))
+            return 0
+        if flags["cfg"] is not None:
+            if flags["cfg"] != "job":
+                raise ReverieError(f"--cfg: expected 'job', got '{flags['cfg']}'")
+            print(OmegaConf.to_yaml(cfg), end="")
+            return 0
+        missing = sorted(OmegaConf.missing_keys(cfg))
+        if missing:
+            raise ReverieError(f"{cmd.name}: option '{missing[0]}' is required"
+                               + (f" (usage: {cmd.usage})" if cmd.usage else ""))
+        ctx = RunContext(_make_run_dir(cfg, overrides) if cmd.writes_run else None, overrides)
+        try:
+            code = cmd.run(cfg, ctx)
+        finally:
+            ctx.close()
+        if ctx.run_dir is not None:
+            print(f"run directory: {ctx.run_dir}", file=sys.stderr)
+        return int(code or 0)
+    except ReverieError as exc:
+        if flags["debug"]:
+            raise
+        print(f"reverie: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("reverie: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

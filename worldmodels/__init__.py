@@ -1,0 +1,1 @@
+"""Learned simulators behind one batched step contract."""
