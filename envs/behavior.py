@@ -181,6 +181,7 @@ def train_behavior(cfg: BehaviorConfig, workdir: Path, progress: bool = True) ->
     ckpt_path, evals_path, snap_dir = workdir / "checkpoint.pt", workdir / "evals.csv", workdir / "snapshots"
     write_json(workdir / "config.json", asdict(cfg))
 
+    torch.manual_seed(cfg.seed)  # network initialisation; sampling uses `gen` below
     agent = TD3(task.obs_dim, task.act_dim, cfg)
     buffer = ReplayBuffer(task.obs_dim, task.act_dim, cfg.total_steps)
     gen = torch.Generator().manual_seed(cfg.seed)
