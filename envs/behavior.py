@@ -305,8 +305,12 @@ def publish_zoo(task_name: str, workdir: Path, out_root: Path = ZOO_DIR, n_polic
                         "normalized_score": round(float(normalized_score(task, r.mean())), 2),
                         "roles": [], "actor": actor})
     expert = max(records, key=lambda p: p["return_mean"])
-    medium = min((p for p in records if p["step"] < expert["step"]),
-                 key=lambda p: abs(p["return_mean"] - expert["return_mean"] / 3))
+    if expert["step"] == 0:
+        raise ReverieError(f"{workdir}: no snapshot beats the untrained network on unseen seeds; train longer")
+    between = [p for p in records if 0 < p["step"] < expert["step"]]
+    if not between:
+        raise ReverieError(f"{workdir}: no snapshot between the untrained and the best one to serve as 'medium'")
+    medium = min(between, key=lambda p: abs(p["return_mean"] - expert["return_mean"] / 3))
     records[0]["roles"].append("random")
     medium["roles"].append("medium")
     expert["roles"].append("expert")

@@ -16,7 +16,7 @@ def read_steps(workdir):
 
 
 def test_stops_on_budget_resumes_and_publishes(tmp_path):
-    cfg = BehaviorConfig(task="hopper", total_steps=600, start_steps=200, batch_size=32, hidden=(32, 32),
+    cfg = BehaviorConfig(task="hopper", seed=3, total_steps=600, start_steps=200, batch_size=32, hidden=(32, 32),
                          snapshot_every=100, checkpoint_every=200, eval_episodes=2, budget_minutes=1e-9)
     work = tmp_path / "run"
     first = train_behavior(cfg, work, progress=False)
@@ -36,7 +36,7 @@ def test_stops_on_budget_resumes_and_publishes(tmp_path):
     assert roles == {"random", "medium", "expert"}
     expert = zoo.role("expert")
     assert expert.return_mean == max(e.return_mean for e in zoo.entries)
-    assert zoo.role("medium").step < expert.step
+    assert 0 < zoo.role("medium").step < expert.step
     # The stated returns are real: re-measure one on the stated seeds.
     actor, record = load_policy(expert.path)
     again = evaluate_actor("hopper", actor, 3, seed=2_000_000)
