@@ -1,10 +1,12 @@
-"""Make every built-in dataset and tabulate it: size, episodes, normalized score, time.
+"""Make every built-in dataset and tabulate it with the zoo it was made from.
 
     python -m eval.builtin_report [--size N] [--tasks hopper halfcheetah walker2d] [--out assets/reports/builtin_datasets.csv]
 
 Each (task, level) cell is one `make_builtin` call; finished cells already in
 the CSV are skipped, so an interrupted run resumes. ``--size 0`` means D4RL's
-default size for each level. The CSV is rewritten atomically after each cell.
+default size for each level. The CSV is rewritten atomically after each cell,
+and ``README.md`` beside it is rewritten from the CSV and the shipped
+``zoo.json`` files at the end.
 """
 
 from __future__ import annotations
@@ -18,11 +20,44 @@ from pathlib import Path
 
 import torch
 
-from envs.atomic_io import atomic_path
+from envs.atomic_io import atomic_path, write_text
 from envs.builtin import make_builtin
 from envs.d4rl_format import read_d4rl
+from envs.errors import ReverieError
 from envs.info import dataset_info
+from envs.policies import load_zoo
 from envs.tasks import LEVELS, get_task
+
+def markdown(rows: list[dict], tasks: list[str]) -> str:
+    """Tables for humans: per task, the shipped policies' returns, then its datasets."""
+    out = ["# Built-in datasets and the behaviour policies that make them", "",
+           "Made by `" + (rows[0]["command"] if rows else "python -m eval.builtin_report") + "`; "
+           "normalized scores use D4RL's reference returns. Policy returns are means ± std over the "
+           "stated episodes (deterministic actions, unseen seeds).", ""]
+    for task in tasks:
+        try:
+            zoo = load_zoo(task)
+        except ReverieError:
+            continue
+        rec = zoo.record
+        out += [f"## {task}", "",
+                f"TD3, {rec['trained_steps']:,} environment steps, MuJoCo {rec['mujoco']}; "
+                f"made by `{rec['command']}`.", "",
+                "| policy | step | return | normalized | role |", "| --- | ---: | ---: | ---: | --- |"]
+        for p in rec["policies"]:
+            out.append(f"| {p['name']} | {p['step']:,} | {p['return_mean']:.1f} ± {p['return_std']:.1f} "
+                       f"({p['episodes']} ep.) | {p['normalized_score']:.1f} | {', '.join(p['roles'])} |")
+        mine = [r for r in rows if r["task"] == task]
+        if mine:
+            out += ["", "| dataset | transitions | episodes | normalized score | coverage | make time |",
+                    "| --- | ---: | ---: | ---: | ---: | ---: |"]
+            for r in mine:
+                out.append(f"| {task}-{r['level']} (seed {r['seed']}) | {int(r['size']):,} | {r['episodes']} | "
+                           f"{r['normalized_score']} ± {r['normalized_score_std']} | {r['coverage']} | "
+                           f"{r['seconds']} s ({int(float(r['transitions_per_second'])):,}/s) |")
+        out.append("")
+    return "\n".join(out)
+
 
 FIELDS = ["task", "level", "size", "seed", "episodes", "return_mean", "return_std", "normalized_score",
           "normalized_score_std", "coverage", "seconds", "transitions_per_second", "command"]
@@ -67,6 +102,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{task:<12} {level:<14} {size:>9,} transitions  {row['episodes']:>5} episodes  "
                   f"normalized {row['normalized_score']:6.1f} ± {row['normalized_score_std']:5.1f}  "
                   f"{row['seconds']:7.1f} s  {row['transitions_per_second']:>7,} tr/s", flush=True)
+    write_text(args.out.with_name("README.md"), markdown(rows, args.tasks))
 
 
 if __name__ == "__main__":
