@@ -34,6 +34,7 @@ import os
 from dataclasses import dataclass
 from importlib import metadata as _metadata
 from pathlib import Path
+from typing import NamedTuple
 
 import mujoco
 import numpy as np
@@ -164,14 +165,21 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+class Made(NamedTuple):
+    path: Path
+    manifest: dict
+    reused: bool
+
+
 def builtin_path(task: str, level: str, size: int, seed: int, root: Path | None = None) -> Path:
     return (root or cache_dir()) / "datasets" / f"{task}-{level}-seed{seed}-n{size}.hdf5"
 
 
 def make_builtin(task_name: str, level: str, size: int | None = None, seed: int = 0, num_envs: int = 16,
                  force: bool = False, cache_root: Path | None = None, zoo_root: Path | None = None,
-                 progress: bool = False) -> tuple[Path, dict]:
-    """Make (or reuse from the cache) a built-in dataset; returns its path and manifest."""
+                 progress: bool = False) -> "Made":
+    """Make (or reuse from the cache) a built-in dataset; returns its path, its
+    manifest, and whether a cached copy was reused."""
     task = get_task(task_name)
     check_level(level)
     size = int(size or task.default_size(level))
@@ -194,7 +202,7 @@ def make_builtin(task_name: str, level: str, size: int | None = None, seed: int 
     if not force and path.is_file() and manifest_path.is_file():
         old = json.loads(manifest_path.read_text())
         if all(old.get(k) == v for k, v in wanted.items()) and old.get("sha256") == _sha256(path):
-            return path, old
+            return Made(path, old, True)
 
     bar = None
     if progress:
@@ -218,7 +226,7 @@ def make_builtin(task_name: str, level: str, size: int | None = None, seed: int 
                 "transitions_per_second": round(size / max(seconds, 1e-9), 1),
                 "episodes": int(len(ds.episode_ends())), "file": path.name}
     write_json(manifest_path, manifest)
-    return path, manifest
+    return Made(path, manifest, False)
 
 
 def load_builtin(name: str, size: int | None = None, seed: int = 0, progress: bool = False) -> OfflineDataset:
@@ -226,7 +234,7 @@ def load_builtin(name: str, size: int | None = None, seed: int = 0, progress: bo
     if parsed is None:
         raise ReverieError(f"unknown built-in dataset '{name}': expected TASK-LEVEL with TASK in "
                            f"{', '.join(TASKS)} and LEVEL in {', '.join(LEVELS)}")
-    path, manifest = make_builtin(*parsed, size=size, seed=seed, progress=progress)
+    path, manifest, _ = make_builtin(*parsed, size=size, seed=seed, progress=progress)
     ds = read_d4rl(path, task=parsed[0])
     ds.name = name
     ds.metadata = manifest

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
             if (task, level, str(size), str(args.seed)) in done:
                 continue
             started = time.perf_counter()
-            path, manifest = make_builtin(task, level, size=size, seed=args.seed)
+            path, manifest, _ = make_builtin(task, level, size=size, seed=args.seed)
             seconds = manifest.get("seconds", time.perf_counter() - started)
             info = dataset_info(read_d4rl(path))
             row = {"task": task, "level": level, "size": size, "seed": args.seed,

@@ -102,12 +102,9 @@ def run_dataset_make(cfg: DictConfig, ctx: RunContext) -> None:
     from envs.builtin import make_builtin
 
     _set_threads(cfg)
-    started = time.perf_counter()
-    path, manifest = make_builtin(cfg.task.name, cfg.level, size=cfg.size, seed=cfg.seed, num_envs=cfg.num_envs,
+    path, manifest, reused = make_builtin(cfg.task.name, cfg.level, size=cfg.size, seed=cfg.seed, num_envs=cfg.num_envs,
                                   force=cfg.force, cache_root=Path(cfg.cache_dir) if cfg.cache_dir else None,
                                   progress=sys.stderr.isatty())
-    seconds = time.perf_counter() - started
-    reused = manifest.get("created") and seconds < 0.5 * manifest.get("seconds", 0)
     print(f"{'reused' if reused else 'made'} {manifest['name']}: {manifest['size']:,} transitions, "
           f"{manifest['episodes']:,} episodes -> {path}")
     if not reused:
@@ -180,8 +177,8 @@ def run_demo(cfg: DictConfig, ctx: RunContext) -> None:
 
     _set_threads(cfg)
     print(f"[1/2] making {cfg.task.name}-{cfg.level} ({cfg.size:,} transitions) from the shipped policies")
-    path, manifest = make_builtin(cfg.task.name, cfg.level, size=cfg.size, seed=cfg.seed, num_envs=cfg.num_envs,
-                                  progress=sys.stderr.isatty())
+    path, manifest, _ = make_builtin(cfg.task.name, cfg.level, size=cfg.size, seed=cfg.seed,
+                                     num_envs=cfg.num_envs, progress=sys.stderr.isatty())
     print(f"      -> {path}  ({manifest['transitions_per_second']:,.0f} transitions/s when made)")
     print("[2/2] dataset info")
     ds = read_d4rl(path)
@@ -296,9 +293,10 @@ def _split_args(argv: list[str]) -> tuple[Command | None, str | None, list[str],
 
 
 def _make_run_dir(cfg: DictConfig, overrides: list[str]) -> Path:
-    run_dir = Path(str(cfg.run_dir))
-    if run_dir.exists() and any(run_dir.iterdir()):
-        run_dir = run_dir.with_name(run_dir.name + time.strftime("-%f"))
+    base = run_dir = Path(str(cfg.run_dir))
+    k = 1
+    while run_dir.exists() and any(run_dir.iterdir()):  # two runs in one second: never mix their files
+        run_dir, k = base.with_name(f"{base.name}-{k}"), k + 1
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     (run_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(list(overrides))))

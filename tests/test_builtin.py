@@ -13,31 +13,31 @@ from envs.policies import load_zoo
 
 def test_make_is_deterministic_cached_and_described(tiny_zoo, tmp_path):
     cache = tmp_path / "c"
-    path, manifest = make_builtin("hopper", "medium", size=700, seed=3, num_envs=4, cache_root=cache, zoo_root=tiny_zoo)
+    path, manifest, reused = make_builtin("hopper", "medium", size=700, seed=3, num_envs=4, cache_root=cache, zoo_root=tiny_zoo)
     ds = read_d4rl(path)
-    assert len(ds) == 700 and ds.has_states and ds.task == "hopper"
+    assert not reused and len(ds) == 700 and ds.has_states and ds.task == "hopper"
     assert ds.terminals[-1] or ds.timeouts[-1]          # the cut episode ends in a timeout
     for key in ("sha256", "task", "level", "policies", "seed", "reverie", "mujoco", "size"):
         assert key in manifest
     assert manifest["policies"][0]["name"] == "step_0000001"   # the zoo's "medium" role
     assert json.loads(path.with_suffix(".json").read_text()) == manifest
 
-    again_path, again = make_builtin("hopper", "medium", size=700, seed=3, num_envs=4, cache_root=cache,
-                                     zoo_root=tiny_zoo)
-    assert again == manifest and again_path.stat().st_mtime == path.stat().st_mtime   # reused, not remade
+    again = make_builtin("hopper", "medium", size=700, seed=3, num_envs=4, cache_root=cache, zoo_root=tiny_zoo)
+    assert again.reused and again.manifest == manifest and again.path == path
 
-    fresh, remade = make_builtin("hopper", "medium", size=700, seed=3, num_envs=4, cache_root=tmp_path / "c2",
+    _, remade, _ = make_builtin("hopper", "medium", size=700, seed=3, num_envs=4, cache_root=tmp_path / "c2",
                                  zoo_root=tiny_zoo)
     assert remade["sha256"] == manifest["sha256"]       # same seed, same bytes
-    _, other = make_builtin("hopper", "medium", size=700, seed=4, num_envs=4, cache_root=cache, zoo_root=tiny_zoo)
+    _, other, _ = make_builtin("hopper", "medium", size=700, seed=4, num_envs=4, cache_root=cache, zoo_root=tiny_zoo)
     assert other["sha256"] != manifest["sha256"]
 
 
 def test_corrupted_cache_entry_is_remade(tiny_zoo, tmp_path):
-    path, manifest = make_builtin("hopper", "random", size=300, num_envs=2, cache_root=tmp_path, zoo_root=tiny_zoo)
+    path, manifest, _ = make_builtin("hopper", "random", size=300, num_envs=2, cache_root=tmp_path, zoo_root=tiny_zoo)
     path.write_bytes(path.read_bytes()[:100])
-    path2, manifest2 = make_builtin("hopper", "random", size=300, num_envs=2, cache_root=tmp_path, zoo_root=tiny_zoo)
-    assert manifest2["sha256"] == manifest["sha256"] and len(read_d4rl(path2)) == 300
+    path2, manifest2, reused = make_builtin("hopper", "random", size=300, num_envs=2, cache_root=tmp_path,
+                                            zoo_root=tiny_zoo)
+    assert not reused and manifest2["sha256"] == manifest["sha256"] and len(read_d4rl(path2)) == 300
 
 
 def test_failed_make_leaves_no_partial_file(tiny_zoo, tmp_path, monkeypatch):
@@ -70,7 +70,7 @@ def test_recipes_follow_the_levels(tiny_zoo):
 
 
 def test_medium_expert_concatenates_both_halves(tiny_zoo, tmp_path):
-    path, manifest = make_builtin("hopper", "medium-expert", size=600, num_envs=2, cache_root=tmp_path,
+    path, manifest, _ = make_builtin("hopper", "medium-expert", size=600, num_envs=2, cache_root=tmp_path,
                                   zoo_root=tiny_zoo)
     ds = read_d4rl(path)
     assert len(ds) == 600 and [p["transitions"] for p in manifest["policies"]] == [300, 300]
