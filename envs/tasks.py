@@ -8,13 +8,12 @@ against it by the tests, not written into configs.
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
-import tempfile
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
 import gymnasium as gym
+import mujoco
 import numpy as np
 from torch import Tensor
 
@@ -22,33 +21,25 @@ from envs import termination
 from envs.errors import ReverieError
 
 
-# MuJoCo 4 prints this deprecation (from gymnasium's half_cheetah.xml) straight to
-# the C-level stderr each time the model compiles; it is harmless and floods logs.
-_KNOWN_MUJOCO_NOISE = (b"compiler attribute 'settotalmass' is deprecated",)
+# MuJoCo 4 warns about this attribute of gymnasium's half_cheetah.xml each time the
+# model compiles; its default handler prints it and appends it to MUJOCO_LOG.TXT in
+# the working directory. It is harmless, so it is dropped; other warnings are kept.
+_KNOWN_MUJOCO_NOISE = ("compiler attribute 'settotalmass' is deprecated",)
+
+
+def _forward_mujoco_warning(message: str) -> None:
+    if not any(noise in message for noise in _KNOWN_MUJOCO_NOISE):
+        warnings.warn(f"MuJoCo: {message}", RuntimeWarning, stacklevel=2)
 
 
 @contextlib.contextmanager
 def _quiet_known_mujoco_warnings():
-    """Drop MuJoCo's known C-level deprecation lines from stderr; keep every other line."""
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(_forward_mujoco_warning)
     try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # stderr replaced (pytest capture): nothing to filter
         yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(fd)
-    with tempfile.TemporaryFile() as buf:
-        os.dup2(buf.fileno(), fd)
-        try:
-            yield
-        finally:
-            os.dup2(saved, fd)
-            os.close(saved)
-            buf.seek(0)
-            kept = [ln for ln in buf.read().splitlines(keepends=True)
-                    if ln.strip() and not any(n in ln for n in _KNOWN_MUJOCO_NOISE)]
-            if kept:
-                os.write(fd, b"".join(kept))
+    finally:
+        mujoco.set_mju_user_warning(previous)
 
 
 @dataclass(frozen=True)

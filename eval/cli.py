@@ -156,11 +156,12 @@ def run_dataset_train_behavior(cfg: DictConfig, ctx: RunContext) -> None:
                              OmegaConf.to_container(cfg, resolve=True).items() if k in fields and k != "task"},
                           task=cfg.task.name)
     workdir = Path(cfg.workdir) if cfg.workdir else cache_dir() / "behavior" / f"{bcfg.task}-seed{bcfg.seed}"
-    print(f"training TD3 on {bcfg.task} in {workdir} (resumes from its checkpoint)")
-    summary = train_behavior(bcfg, workdir, progress=sys.stderr.isatty())
-    print(json.dumps(summary))
-    ctx.log({"behavior/best_return": summary["best_return"], "behavior/steps_per_second": summary["steps_per_second"]},
-            summary["step"])
+    if cfg.train:
+        print(f"training TD3 on {bcfg.task} in {workdir} (resumes from its checkpoint)")
+        summary = train_behavior(bcfg, workdir, progress=sys.stderr.isatty())
+        print(json.dumps(summary))
+        ctx.log({"behavior/best_return": summary["best_return"],
+                 "behavior/steps_per_second": summary["steps_per_second"]}, summary["step"])
     if cfg.publish:
         command = "reverie dataset train-behavior " + " ".join(ctx.overrides)
         manifest = publish_zoo(bcfg.task, workdir, Path(cfg.zoo_dir) if cfg.zoo_dir else ZOO_DIR,

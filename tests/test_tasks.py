@@ -42,3 +42,10 @@ def test_normalized_score_neorl_and_errors():
 def test_task_from_name(name, task):
     found = task_from_name(name)
     assert (found.name if found else None) == task
+
+
+def test_known_mujoco_deprecation_leaves_no_log_file(tmp_path, monkeypatch, recwarn):
+    monkeypatch.chdir(tmp_path)
+    get_task("halfcheetah").make_env().close()
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+    assert not [w for w in recwarn if "MuJoCo" in str(w.message)]
