@@ -279,9 +279,11 @@ def publish_zoo(task_name: str, workdir: Path, out_root: Path = ZOO_DIR, n_polic
     """Choose ``n_policies`` snapshots spanning random to best, re-measure them on
     unseen seeds, and write them with ``zoo.json`` into ``out_root/<task>``."""
     task: Task = get_task(task_name)
-    evals = _read_evals(workdir / "evals.csv")
+    cfg = json.loads((workdir / "config.json").read_text())
+    # Before learning starts the actor does not change: those snapshots repeat step 0.
+    evals = [r for r in _read_evals(workdir / "evals.csv") if r["step"] == 0 or r["step"] > cfg["start_steps"]]
     if len(evals) < n_policies:
-        raise ReverieError(f"{workdir / 'evals.csv'}: {len(evals)} snapshots, expected at least {n_policies}")
+        raise ReverieError(f"{workdir / 'evals.csv'}: {len(evals)} distinct snapshots, expected at least {n_policies}")
     by_step = {r["step"]: r for r in evals}
     best = max(evals, key=lambda r: r["return_mean"])
     lo = by_step[0]["return_mean"]
@@ -320,7 +322,6 @@ def publish_zoo(task_name: str, workdir: Path, out_root: Path = ZOO_DIR, n_polic
     for old in out_dir.glob("step_*.pt"):
         if old.name not in {p["file"] for p in records}:
             old.unlink()
-    cfg = json.loads((workdir / "config.json").read_text())
     manifest = {
         "task": task.name, "gym_id": task.gym_id, "mujoco": mujoco.__version__, "algorithm": "TD3",
         "trained_steps": max(r["step"] for r in evals), "train_config": cfg,
