@@ -63,13 +63,15 @@ def _episodes_direct(data_dir: Path):
             raise DatasetError("no episode_<i> groups", source=str(main))
         for k in keys:
             g = f[k]
-            try:
-                ep = {name: g[name][()] for name in ("observations", "actions", "rewards", "terminations", "truncations")}
-            except KeyError as exc:
-                raise DatasetError(f"missing in {k}", source=str(main), field=str(exc.args[0]).split("'")[1]
-                                   if "'" in str(exc.args[0]) else "episode") from None
-            except OSError as exc:
-                raise DatasetError(f"cannot read {k}, file truncated or corrupt ({exc})", source=str(main)) from None
+            ep = {}
+            for name in ("observations", "actions", "rewards", "terminations", "truncations"):
+                if name not in g:
+                    raise DatasetError(f"missing in {k}", source=str(main), field=name)
+                try:
+                    ep[name] = g[name][()]
+                except OSError as exc:
+                    raise DatasetError(f"cannot read {k}, file truncated or corrupt ({exc})",
+                                       source=str(main), field=name) from None
             infos = {}
             if "infos" in g:
                 for name in ("qpos", "qvel"):

@@ -41,14 +41,17 @@ def read_neorl(path: str | Path, task: str | None = None) -> OfflineDataset:
     if len(starts) == 0 or starts[0] != 0 or (np.diff(starts) <= 0).any() or starts[-1] >= max(n, 1):
         raise DatasetError(f"expected increasing trajectory start rows beginning at 0 and below {n}",
                            source=str(path), field="index")
-    done = np.asarray(raw["done"]).reshape(len(raw["done"]), -1)[:, 0] if np.ndim(raw["done"]) else raw["done"]
-    if len(done) != n:
+    done = np.asarray(raw["done"])
+    if done.ndim == 2 and done.shape[1] == 1:
+        done = done[:, 0]
+    if done.shape != (n,):
         raise DatasetError(f"expected shape ({n},), got {np.shape(raw['done'])}", source=str(path), field="done")
-    terminals = done.astype(bool) if done.dtype == bool or np.isin(done, (0, 1)).all() else done
+    if done.dtype != bool and not (np.issubdtype(done.dtype, np.number) and np.isin(done, (0, 1)).all()):
+        raise DatasetError("expected 0/1 terminal flags", source=str(path), field="done")
+    terminals = done.astype(bool)
     timeouts = np.zeros(n, dtype=bool)
     ends = np.append(starts[1:], n) - 1
-    if terminals.dtype == bool:
-        timeouts[ends] = ~terminals[ends]
+    timeouts[ends] = ~terminals[ends]
     arrays = {"observations": raw["obs"], "actions": raw["action"], "rewards": raw["reward"],
               "next_observations": raw["next_obs"], "terminals": terminals, "timeouts": timeouts}
     t = task_from_name(path.stem)

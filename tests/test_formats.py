@@ -118,3 +118,17 @@ def test_sources_resolve_d4rl_cache_names_and_minari_ids(hopper_data, tmp_path):
         load_source("walker2d-weird-v2")
     with pytest.raises(DatasetError, match="file not found"):
         load_source(str(tmp_path / "absent.hdf5"))
+
+
+def test_minari_layout_missing_field_and_bad_neorl_flags_are_refused(hopper_data, tmp_path):
+    folder = write_minari(hopper_data, tmp_path / "m")
+    with h5py.File(folder / "data" / "main_data.hdf5", "a") as f:
+        del f["episode_1/rewards"]
+    with pytest.raises(DatasetError, match="field 'rewards': missing in episode_1"):
+        read_minari(folder, use_package=False)
+    n = 4
+    np.savez(tmp_path / "bad.npz", obs=np.zeros((n, 2), np.float32), next_obs=np.zeros((n, 2), np.float32),
+             action=np.zeros((n, 1), np.float32), reward=np.zeros(n, np.float32), done=np.full(n, 0.5),
+             index=np.array([0]))
+    with pytest.raises(DatasetError, match="bad.npz: field 'done': expected 0/1"):
+        read_neorl(tmp_path / "bad.npz")
