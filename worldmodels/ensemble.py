@@ -1,0 +1,284 @@
+"""``GaussianEnsemble``: E probabilistic MLPs that predict the change in state and the reward.
+
+All members run in one batched operation (``EnsembleLinear``: one ``baddbmm``
+per layer), never a Python loop. Inputs and targets are normalised with
+statistics of the training split; the log-variance is soft-clamped between
+learned bounds (as in PETS/MBPO); LayerNorm is an option. Each member trains on
+its own bootstrap sample, a holdout split drives early stopping, and the elites
+are the members with the lowest holdout error.
+
+``predict_member`` is the fast path for callers that need one member per row
+(a posterior sample held for a whole episode): rows are grouped by member and
+each group goes through its own member's weights only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from agents.networks import EnsembleLinear
+from envs.atomic_io import atomic_path
+from envs.errors import ReverieError
+from envs.tasks import get_task
+from worldmodels.contract import ModelSpec, StepOut, check_batch
+
+CHECKPOINT_FORMAT = "reverie.gaussian_ensemble/1"
+
+
+@dataclass
+class EnsembleConfig:
+    members: int = 7
+    elites: int = 5
+    hidden: tuple[int, ...] = (200, 200, 200, 200)
+    layer_norm: bool = False
+    weight_decay: tuple[float, ...] = (2.5e-5, 5e-5, 7.5e-5, 7.5e-5, 1e-4)  # per layer, as MBPO
+    lr: float = 1e-3
+    batch_size: int = 256
+    holdout_ratio: float = 0.1
+    max_holdout: int = 5000
+    max_epochs: int = 200
+    patience: int = 5
+    improvement: float = 0.01  # relative holdout improvement that resets patience
+
+    def validate(self) -> "EnsembleConfig":
+        if self.members < 1 or not 1 <= self.elites <= self.members:
+            raise ReverieError(f"world_model: expected 1 <= elites <= members, got elites={self.elites}, "
+                               f"members={self.members}")
+        if len(self.weight_decay) != len(self.hidden) + 1:
+            raise ReverieError(f"world_model.weight_decay: expected {len(self.hidden) + 1} values (one per layer), "
+                               f"got {len(self.weight_decay)}")
+        if not 0.0 < self.holdout_ratio < 1.0:
+            raise ReverieError(f"world_model.holdout_ratio: expected a value in (0, 1), got {self.holdout_ratio}")
+        return self
+
+
+class EnsembleLayerNorm(nn.Module):
+    """LayerNorm over features with each member's own scale and shift: ``[E, B, h]``."""
+
+    def __init__(self, members: int, dim: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(members, 1, dim))
+        self.bias = nn.Parameter(torch.zeros(members, 1, dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, x.shape[-1:]) * self.weight + self.bias
+
+
+class Normalizer(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("std", torch.ones(dim))
+
+    def fit(self, x: Tensor) -> None:
+        self.mean.copy_(x.mean(0))
+        self.std.copy_(x.std(0).clamp_min(1e-6))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return (x - self.mean) / self.std
+
+    def inverse(self, x: Tensor) -> Tensor:
+        return x * self.std + self.mean
+
+
+class GaussianEnsemble(nn.Module):
+    def __init__(self, obs_dim: int, act_dim: int, cfg: EnsembleConfig | None = None, task: str | None = None):
+        super().__init__()
+        self.cfg = (cfg or EnsembleConfig()).validate()
+        E = self.cfg.members
+        self.spec = ModelSpec(obs_dim, act_dim, members=E, task=task)
+        self.out_dim = obs_dim + 1  # delta observation, reward
+        dims = (obs_dim + act_dim, *self.cfg.hidden)
+        self.layers = nn.ModuleList(EnsembleLinear(E, a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.norms = nn.ModuleList(EnsembleLayerNorm(E, h) if self.cfg.layer_norm else nn.Identity()
+                                   for h in self.cfg.hidden)
+        self.head = EnsembleLinear(E, dims[-1], 2 * self.out_dim)
+        self.max_logvar = nn.Parameter(torch.full((1, 1, self.out_dim), 0.5))
+        self.min_logvar = nn.Parameter(torch.full((1, 1, self.out_dim), -10.0))
+        self.input_norm = Normalizer(obs_dim + act_dim)
+        self.target_norm = Normalizer(self.out_dim)
+        self.register_buffer("elites", torch.arange(self.cfg.elites))
+        self.register_buffer("holdout_mse", torch.full((E,), float("nan")))
+        self._terminated = get_task(task).terminated if task else None
+
+    # ------------------------------------------------------------------ network
+    def _trunk(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Normalised inputs ``[E, B, in]`` -> normalised mean and log-variance ``[E, B, out]``."""
+        for layer, norm in zip(self.layers, self.norms):
+            x = F.silu(norm(layer(x)))
+        mean, logvar = self.head(x).chunk(2, dim=-1)
+        logvar = self.max_logvar - F.softplus(self.max_logvar - logvar)
+        logvar = self.min_logvar + F.softplus(logvar - self.min_logvar)
+        return mean, logvar
+
+    def _inputs(self, obs: Tensor, act: Tensor) -> Tensor:
+        check_batch("obs", obs, self.spec.obs_dim)
+        check_batch("action", act, self.spec.act_dim, obs.shape[0])
+        return self.input_norm(torch.cat([obs, act], dim=-1))
+
+    def _to_world(self, obs: Tensor, mean: Tensor, logvar: Tensor) -> tuple[Tensor, Tensor]:
+        """Normalised (delta, reward) -> next observation and reward, with std, in data units."""
+        std = logvar.mul(0.5).exp() * self.target_norm.std
+        mean = self.target_norm.inverse(mean)
+        mean = torch.cat([mean[..., :-1] + obs, mean[..., -1:]], dim=-1)
+        return mean, std
+
+    @torch.no_grad()
+    def predict(self, obs: Tensor, act: Tensor) -> tuple[Tensor, Tensor]:
+        """Every member at once: mean and std of ``[next_obs, reward]``, ``[E, B, obs_dim + 1]``."""
+        mean, logvar = self._trunk(self._inputs(obs, act))
+        return self._to_world(obs, mean, logvar)
+
+    @torch.no_grad()
+    def predict_member(self, obs: Tensor, act: Tensor, member: Tensor) -> tuple[Tensor, Tensor]:
+        """Row ``i`` through member ``member[i]`` only: ``[B, obs_dim + 1]`` mean and std."""
+        x = self._inputs(obs, act)
+        if member.shape != (obs.shape[0],):
+            raise ValueError(f"member: expected shape [{obs.shape[0]}], got {list(member.shape)}")
+        order = torch.argsort(member)
+        counts = torch.bincount(member, minlength=self.cfg.members).tolist()
+        mean = x.new_empty(obs.shape[0], self.out_dim)
+        logvar = torch.empty_like(mean)
+        start = 0
+        for e, n in enumerate(counts):
+            if n == 0:
+                continue
+            rows = order[start:start + n]
+            h = x[rows]
+            for layer, norm in zip(self.layers, self.norms):
+                h = torch.addmm(layer.bias[e], h, layer.weight[e])
+                if isinstance(norm, EnsembleLayerNorm):
+                    h = F.layer_norm(h, h.shape[-1:]) * norm.weight[e] + norm.bias[e]
+                h = F.silu(h)
+            m, lv = torch.addmm(self.head.bias[e], h, self.head.weight[e]).chunk(2, dim=-1)
+            lv = self.max_logvar[0] - F.softplus(self.max_logvar[0] - lv)
+            lv = self.min_logvar[0] + F.softplus(lv - self.min_logvar[0])
+            mean[rows], logvar[rows] = m, lv
+            start += n
+        return self._to_world(obs, mean, logvar)
+
+    # ---------------------------------------------------------------- contract
+    def init_state(self, start: Tensor, generator: torch.Generator | None = None, member: Tensor | None = None) -> dict:
+        """``member`` ``[B]`` holds one member per row for the whole rollout; None draws an elite each step."""
+        check_batch("start", start, self.spec.obs_dim)
+        return {"obs": start, "member": member}
+
+    @torch.no_grad()
+    def step(self, state: dict, action: Tensor, *, generator: torch.Generator | None = None,
+             deterministic: bool = False) -> tuple[dict, StepOut]:
+        obs = state["obs"]
+        mean, std = self.predict(obs, action)          # [E, B, out]: all members, for the disagreement
+        elite_mean = mean[self.elites]
+        member = state["member"]
+        if member is None:
+            pick = torch.randint(0, len(self.elites), (obs.shape[0],), generator=generator, device=obs.device)
+            member = self.elites[pick]
+        rows = torch.arange(obs.shape[0], device=obs.device)
+        m, s = mean[member, rows], std[member, rows]
+        if not deterministic:
+            m = m + s * torch.randn(m.shape, generator=generator, device=m.device)
+        next_obs, reward = m[:, :-1], m[:, -1]
+        disagreement = (elite_mean[..., :-1] - elite_mean[..., :-1].mean(0)).norm(dim=-1).max(0).values
+        terminated = (self._terminated(next_obs) if self._terminated is not None
+                      else torch.zeros_like(reward, dtype=torch.bool))
+        return {"obs": next_obs, "member": state["member"]}, StepOut(next_obs, reward, terminated, disagreement)
+
+    # --------------------------------------------------------------------- fit
+    def fit(self, obs: Tensor, act: Tensor, next_obs: Tensor, reward: Tensor, generator: torch.Generator,
+            progress=None) -> dict[str, float]:
+        """Train every member on its own bootstrap of the training split; early-stop on
+        the holdout split; keep each member's best weights; choose the elites."""
+        cfg = self.cfg
+        n = obs.shape[0]
+        inputs = torch.cat([obs, act], dim=-1)
+        targets = torch.cat([next_obs - obs, reward[:, None]], dim=-1)
+        n_hold = min(int(n * cfg.holdout_ratio), cfg.max_holdout)
+        if n_hold < 1 or n - n_hold < cfg.batch_size:
+            raise ReverieError(f"dataset too small to hold out: {n} transitions, need at least "
+                               f"{cfg.batch_size} for training plus {max(n_hold, 1)} held out")
+        perm = torch.randperm(n, generator=generator)
+        hold, train = perm[:n_hold], perm[n_hold:]
+        self.input_norm.fit(inputs[train])
+        self.target_norm.fit(targets[train])
+        x_tr, y_tr = self.input_norm(inputs[train]), self.target_norm(targets[train])
+        x_ho, y_ho = self.input_norm(inputs[hold]), self.target_norm(targets[hold])
+        E, n_tr = cfg.members, len(train)
+        boot = torch.randint(0, n_tr, (E, n_tr), generator=generator)
+
+        decay = [{"params": layer.parameters(), "weight_decay": wd}
+                 for layer, wd in zip([*self.layers, self.head], cfg.weight_decay)]
+        rest = [self.max_logvar, self.min_logvar, *self.norms.parameters()]
+        opt = torch.optim.AdamW(decay + [{"params": rest, "weight_decay": 0.0}], lr=cfg.lr)
+
+        def holdout_mse() -> Tensor:
+            with torch.no_grad():
+                mean, _ = self._trunk(x_ho.expand(E, -1, -1))
+                return (mean - y_ho).pow(2).mean(dim=(1, 2))
+
+        best = holdout_mse()
+        # Per-member tensors (leading dim E) are kept member by member; the shared
+        # log-variance bounds and normalisers are taken as they end.
+        member_keys = [k for k in self.state_dict() if k.startswith(("layers.", "norms.", "head."))]
+        best_state = {k: v.clone() for k, v in self.state_dict().items() if k in member_keys}
+        stale, epoch = 0, 0
+        for epoch in range(1, cfg.max_epochs + 1):
+            order = torch.argsort(torch.rand(E, n_tr, generator=generator), dim=1)
+            shuffled = torch.gather(boot, 1, order)
+            for b in range(0, n_tr, cfg.batch_size):
+                idx = shuffled[:, b:b + cfg.batch_size]
+                mean, logvar = self._trunk(x_tr[idx])
+                nll = ((mean - y_tr[idx]).pow(2) * torch.exp(-logvar) + logvar).mean(dim=(1, 2)).sum()
+                loss = nll + 0.01 * (self.max_logvar.sum() - self.min_logvar.sum())
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            mse = holdout_mse()
+            improved = (best - mse) / best > cfg.improvement
+            if improved.any():
+                state = self.state_dict()
+                for k in member_keys:
+                    best_state[k][improved] = state[k][improved]
+                best = torch.where(improved, mse, best)
+                stale = 0
+            else:
+                stale += 1
+            if progress is not None:
+                progress(epoch, mse)
+            if stale >= cfg.patience:
+                break
+        self.load_state_dict({**self.state_dict(), **best_state})
+        self.holdout_mse.copy_(best)
+        self.elites.copy_(torch.argsort(best)[: cfg.elites])
+        return {"epochs": float(epoch), "holdout_mse_mean": best.mean().item(),
+                "holdout_mse_elites": best[self.elites].mean().item(),
+                **{f"holdout_mse/member_{e}": best[e].item() for e in range(E)}}
+
+    # ------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> None:
+        blob = {"format": CHECKPOINT_FORMAT, "spec": asdict(self.spec), "config": asdict(self.cfg),
+                "state_dict": self.state_dict()}
+        with atomic_path(path, suffix=".pt") as tmp:
+            torch.save(blob, tmp)
+
+    @classmethod
+    def load(cls, path: str | Path, map_location: str | torch.device = "cpu") -> "GaussianEnsemble":
+        path = Path(path)
+        if not path.is_file():
+            raise ReverieError(f"{path}: world-model checkpoint not found")
+        try:
+            blob = torch.load(path, map_location=map_location, weights_only=True)
+        except Exception as exc:
+            raise ReverieError(f"{path}: not a readable checkpoint ({type(exc).__name__})") from None
+        if not isinstance(blob, dict) or blob.get("format") != CHECKPOINT_FORMAT:
+            raise ReverieError(f"{path}: field 'format': expected '{CHECKPOINT_FORMAT}'")
+        conf = blob["config"]
+        cfg = EnsembleConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in conf.items()})
+        spec = blob["spec"]
+        model = cls(spec["obs_dim"], spec["act_dim"], cfg, task=spec.get("task"))
+        model.load_state_dict(blob["state_dict"])
+        return model
