@@ -1,0 +1,130 @@
+"""The rollout engine: one loop for simulators and models, stopping rules, the NaN guard."""
+
+import numpy as np
+import pytest
+import torch
+
+from agents.networks import TanhActor
+from envs.builtin import collect
+from envs.simulator import SimulatorBatch
+from envs.tasks import get_task
+from worldmodels.contract import ModelSpec, StepOut
+from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
+from worldmodels.rollout import (ActorPolicy, ModelReplayBuffer, SimulatorSource, StartStates,
+                                 UncertaintyThreshold, rollout)
+
+
+class Drift:
+    """A tiny hand-checkable model: x' = x + a, reward 1, uncertainty |x'_0|,
+    terminal when x'_1 > 2.5, NaN once x'_0 < -2.5."""
+
+    spec = ModelSpec(2, 2, members=1)
+
+    def init_state(self, start, generator=None):
+        return start
+
+    def step(self, state, action, *, generator=None, deterministic=False):
+        nxt = state + action
+        nxt = torch.where((nxt[:, :1] < -2.5), torch.full_like(nxt, float("nan")), nxt)
+        return nxt, StepOut(nxt, torch.ones(len(nxt)), nxt[:, 1] > 2.5, nxt[:, 0].abs())
+
+
+class PerRow:
+    """A fixed action per row."""
+
+    def __init__(self, actions):
+        self.actions = torch.tensor(actions)
+
+    def initial_state(self, batch_size):
+        return None
+
+    def act(self, state, obs, first, *, deterministic, generator=None):
+        return state, self.actions
+
+
+def test_stopping_rules_on_a_hand_checkable_model():
+    start = torch.zeros(3, 2)
+    policy = PerRow([[-1.0, 0.0], [0.0, 1.0], [0.1, 0.0]])
+    r = rollout(Drift(), policy, start, horizon=5, generator=torch.Generator(),
+                truncate=UncertaintyThreshold(0.35))
+    # row 0: x0 = -1, -2 kept (uncertainty 1, 2 > 0.35!) -> cut by the rule at step 0
+    # row 1: x1 = 1, 2, 3 -> terminal at step 2 (uncertainty 0)
+    # row 2: x0 = 0.1, 0.2, 0.3, then 0.4 > 0.35 -> cut by the rule at step 3
+    assert r.lengths().tolist() == [0, 3, 3]
+    assert r.returns().tolist() == [0.0, 3.0, 3.0]
+    assert r.terminated[:, 1].tolist() == [False, False, True, False, False]
+    assert r.truncated[:, 2].tolist() == [False, False, True, False, False]
+    assert r.rule_cut_rows == 2 and r.nonfinite_rows == 0
+
+    r = rollout(Drift(), policy, start, horizon=4, generator=torch.Generator())
+    # without the rule, row 0 reaches -3 at step 2: NaN, counted and cut, steps 0-1 kept
+    assert r.lengths().tolist() == [2, 3, 4] and r.nonfinite_rows == 1
+    assert r.truncated[1, 0] and r.truncated[3, 2] and not r.truncated[:, 1].any()
+    assert torch.isfinite(r.next_obs[r.valid]).all()
+    flat = r.transitions()
+    assert len(flat["rewards"]) == 9 and flat["terminated"].sum() == 1
+
+
+@pytest.fixture(scope="module")
+def hopper_data():
+    task = get_task("hopper")
+    torch.manual_seed(0)
+    return collect(task, TanhActor(task.obs_dim, task.act_dim, (32, 32)), 3000, 0.3, seed=2, num_envs=4)
+
+
+def test_simulator_rollout_from_dataset_states_matches_stepping_by_hand(hopper_data):
+    torch.manual_seed(1)
+    actor = TanhActor(11, 3, (32, 32))
+    idx = np.arange(0, 3000, 400)
+    start = StartStates.from_dataset(hopper_data, idx)
+    r = rollout(SimulatorSource("hopper", len(idx)), ActorPolicy(actor), start, 50, torch.Generator(),
+                deterministic=True)
+    sim = SimulatorBatch("hopper", len(idx))
+    obs = sim.reset_to(hopper_data.qpos[idx], hopper_data.qvel[idx])
+    ret, alive = np.zeros(len(idx)), np.ones(len(idx), bool)
+    for _ in range(50):
+        obs, rew, term, _ = sim.step(actor(torch.from_numpy(obs)).detach().numpy())
+        ret += rew * alive
+        alive &= ~term
+    np.testing.assert_allclose(r.returns().numpy(), ret, rtol=1e-5)
+    assert (r.lengths() <= 50).all() and (r.terminated.sum(0) == torch.from_numpy(~alive)).all()
+    ends = r.terminated | r.truncated
+    assert (ends.sum(0) == 1).all()          # every row ends exactly once
+
+
+def test_ensemble_rollouts_held_member_and_threshold(hopper_data):
+    obs, act = torch.from_numpy(hopper_data.observations), torch.from_numpy(hopper_data.actions)
+    torch.manual_seed(0)
+    model = GaussianEnsemble(11, 3, EnsembleConfig(members=4, elites=3, hidden=(32, 32),
+                                                   weight_decay=(0, 0, 0), max_epochs=5), task="hopper")
+    model.fit(obs, act, torch.from_numpy(hopper_data.next_observations), torch.from_numpy(hopper_data.rewards),
+              torch.Generator().manual_seed(0))
+    rule = UncertaintyThreshold.from_dataset(model, obs, act, quantile=1.0)
+    seen = model.step(model.init_state(obs), act, deterministic=True)[1].uncertainty
+    assert rule.threshold == pytest.approx(seen.max().item())
+    policy = ActorPolicy(TanhActor(11, 3, (32, 32)), noise_std=0.1)
+    g = torch.Generator().manual_seed(3)
+    held = rollout(model, policy, obs[:64], 100, g, truncate=rule, member=torch.full((64,), 1))
+    free = rollout(model, policy, obs[:64], 100, g, truncate=rule)
+    for r in (held, free):
+        assert r.nonfinite_rows == 0 and torch.isfinite(r.next_obs[r.valid]).all()
+        assert ((r.terminated | r.truncated).sum(0) <= 1).all()
+        assert (r.uncertainty[r.valid] <= rule.threshold).all()
+    # a held member gives the same futures for the same start whatever the generator draws
+    a = rollout(model, policy, obs[:8], 20, torch.Generator().manual_seed(0), deterministic=True,
+                sample_model=False, member=torch.full((8,), 2))
+    b = rollout(model, policy, obs[:8], 20, torch.Generator().manual_seed(9), deterministic=True,
+                sample_model=False, member=torch.full((8,), 2))
+    torch.testing.assert_close(a.next_obs, b.next_obs)
+
+
+def test_model_replay_buffer_is_fifo():
+    buf = ModelReplayBuffer(2, 1, capacity=5)
+    for start in (0, 3):
+        n = 3
+        buf.add({"obs": torch.arange(start, start + n).float()[:, None].repeat(1, 2),
+                 "actions": torch.zeros(n, 1), "rewards": torch.arange(start, start + n).float(),
+                 "next_obs": torch.zeros(n, 2), "terminated": torch.zeros(n, dtype=torch.bool)})
+    assert buf.size == 5 and sorted(buf.data["rewards"].tolist()) == [1, 2, 3, 4, 5]   # 0 was evicted
+    sample = buf.sample(100, torch.Generator().manual_seed(0))
+    assert sample["obs"].shape == (100, 2) and set(sample["rewards"].tolist()) <= {1, 2, 3, 4, 5}

@@ -1,0 +1,224 @@
+"""One batched rollout engine for world models and real simulators.
+
+``rollout(source, policy, start, horizon, generator, truncate)`` drives any
+source that keeps the step contract (``worldmodels.contract``): a learned model,
+or ``SimulatorSource``, which wraps a batch of MuJoCo simulators reset to
+dataset states through qpos/qvel. Because both go through the same loop, an
+imagined return and a simulator return of the same policy from the same start
+states are directly comparable.
+
+A row stops when the task terminates it, when a truncation rule cuts it (a
+fixed horizon, or uncertainty above a threshold measured on the model's own
+dataset), or when its prediction turns NaN or inf. The NaN guard counts those
+rows and never drops them silently. A cut row's last kept step is marked
+``truncated``; the step that broke a rule is not kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from envs.simulator import SimulatorBatch
+from envs.tasks import Task, get_task
+from worldmodels.contract import ModelSpec, StepOut, check_batch
+
+
+@dataclass
+class StartStates:
+    obs: Tensor                 # [B, obs_dim]
+    qpos: Tensor | None = None  # [B, nq] for simulators
+    qvel: Tensor | None = None  # [B, nv]
+
+    @classmethod
+    def from_dataset(cls, ds, index: np.ndarray) -> "StartStates":
+        qpos = torch.from_numpy(ds.qpos[index]) if ds.has_states else None
+        qvel = torch.from_numpy(ds.qvel[index]) if ds.has_states else None
+        return cls(torch.from_numpy(ds.observations[index]), qpos, qvel)
+
+
+class Policy(Protocol):
+    def initial_state(self, batch_size: int) -> Any: ...
+
+    def act(self, state: Any, obs: Tensor, first: Tensor, *, deterministic: bool,
+            generator: torch.Generator | None = None) -> tuple[Any, Tensor]: ...
+
+
+class ActorPolicy:
+    """A stateless actor (``obs -> action in [-1, 1]``) with optional Gaussian exploration noise."""
+
+    def __init__(self, actor: torch.nn.Module, noise_std: float = 0.0):
+        self.actor, self.noise_std = actor, noise_std
+
+    def initial_state(self, batch_size: int) -> None:
+        return None
+
+    @torch.no_grad()
+    def act(self, state, obs, first, *, deterministic, generator=None):
+        a = self.actor(obs)
+        if not deterministic and self.noise_std > 0:
+            a = (a + self.noise_std * torch.randn(a.shape, generator=generator, device=a.device)).clamp(-1, 1)
+        return state, a
+
+
+class SimulatorSource:
+    """A ``SimulatorBatch`` behind the world-model step contract (its state lives in MuJoCo)."""
+
+    def __init__(self, task: str | Task, batch_size: int):
+        self.task = task if isinstance(task, Task) else get_task(task)
+        self.sim = SimulatorBatch(self.task, batch_size)
+        self.spec = ModelSpec(self.task.obs_dim, self.task.act_dim, members=1, task=self.task.name)
+
+    def init_state(self, start: StartStates, generator: torch.Generator | None = None) -> None:
+        if start.qpos is None or start.qvel is None:
+            raise ValueError("SimulatorSource needs start states with qpos and qvel")
+        obs = self.sim.reset_to(start.qpos.double().numpy(), start.qvel.double().numpy())
+        if not np.allclose(obs, start.obs.numpy(), atol=1e-5):
+            raise ValueError("start.obs does not match the simulator state given by qpos/qvel")
+        return None
+
+    def step(self, state, action: Tensor, *, generator=None, deterministic: bool = True) -> tuple[None, StepOut]:
+        obs, rew, term, trunc = self.sim.step(action.numpy())
+        self.time_limit = torch.from_numpy(trunc)
+        out = StepOut(torch.from_numpy(obs), torch.from_numpy(rew), torch.from_numpy(term),
+                      torch.zeros(len(rew)))
+        return None, out
+
+
+class UncertaintyThreshold:
+    """Cut a row when its uncertainty passes ``threshold``."""
+
+    def __init__(self, threshold: float):
+        self.threshold = float(threshold)
+
+    @classmethod
+    def from_dataset(cls, model, obs: Tensor, act: Tensor, quantile: float = 1.0,
+                     generator: torch.Generator | None = None, batch: int = 10_000) -> "UncertaintyThreshold":
+        """The ``quantile`` (1.0: the maximum) of the uncertainty the model shows one
+        step from its own dataset's state-action pairs."""
+        scores = []
+        for i in range(0, len(obs), batch):
+            state = model.init_state(obs[i:i + batch], generator)
+            _, out = model.step(state, act[i:i + batch], generator=generator, deterministic=True)
+            scores.append(out.uncertainty)
+        return cls(torch.quantile(torch.cat(scores).float(), quantile).item())
+
+    def exceeds(self, uncertainty: Tensor) -> Tensor:
+        return uncertainty > self.threshold
+
+
+@dataclass
+class Rollout:
+    obs: Tensor           # [T, B, obs_dim] observation before each step
+    actions: Tensor       # [T, B, act_dim]
+    rewards: Tensor       # [T, B]
+    next_obs: Tensor      # [T, B, obs_dim]
+    terminated: Tensor    # [T, B] bool
+    truncated: Tensor     # [T, B] bool: the row's last kept step, cut by a rule, the horizon or NaN
+    uncertainty: Tensor   # [T, B]
+    valid: Tensor         # [T, B] bool: the step was taken and kept
+    nonfinite_rows: int   # rows cut because a prediction was NaN or inf
+    rule_cut_rows: int    # rows cut by the uncertainty rule
+
+    def returns(self) -> Tensor:
+        return (self.rewards * self.valid).sum(0)
+
+    def lengths(self) -> Tensor:
+        return self.valid.sum(0)
+
+    def transitions(self) -> dict[str, Tensor]:
+        """The kept steps, flattened: what a model replay buffer stores."""
+        m = self.valid
+        return {"obs": self.obs[m], "actions": self.actions[m], "rewards": self.rewards[m],
+                "next_obs": self.next_obs[m], "terminated": self.terminated[m]}
+
+
+@torch.no_grad()
+def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, generator: torch.Generator,
+            truncate: UncertaintyThreshold | None = None, deterministic: bool = False, sample_model: bool = True,
+            **init_kwargs) -> Rollout:
+    """Roll ``policy`` in ``source`` for up to ``horizon`` steps from ``start``.
+
+    ``deterministic`` is the policy's choice (no exploration noise);
+    ``sample_model=False`` takes a model's mean prediction instead of a sample.
+    Extra keyword arguments go to ``source.init_state`` (e.g. ``member=`` to hold
+    one ensemble member per row for the whole rollout, as NEUBAY does)."""
+    start = start if isinstance(start, StartStates) else StartStates(start)
+    spec = source.spec
+    check_batch("start.obs", start.obs, spec.obs_dim)
+    B = start.obs.shape[0]
+    if horizon < 1:
+        raise ValueError(f"horizon: expected a positive number of steps, got {horizon}")
+    state = source.init_state(start if isinstance(source, SimulatorSource) else start.obs, generator, **init_kwargs)
+    pstate = policy.initial_state(B)
+    obs = start.obs
+    T = horizon
+    rec = {"obs": torch.zeros(T, B, spec.obs_dim), "actions": torch.zeros(T, B, spec.act_dim),
+           "rewards": torch.zeros(T, B), "next_obs": torch.zeros(T, B, spec.obs_dim),
+           "terminated": torch.zeros(T, B, dtype=torch.bool), "truncated": torch.zeros(T, B, dtype=torch.bool),
+           "uncertainty": torch.zeros(T, B), "valid": torch.zeros(T, B, dtype=torch.bool)}
+    alive = torch.ones(B, dtype=torch.bool)
+    first = torch.ones(B, dtype=torch.bool)
+    last_kept = torch.full((B,), -1, dtype=torch.long)
+    nonfinite = rule_cut = 0
+    for t in range(T):
+        pstate, act = policy.act(pstate, obs, first, deterministic=deterministic, generator=generator)
+        state, out = source.step(state, act, generator=generator, deterministic=not sample_model)
+        finite = torch.isfinite(out.obs).all(1) & torch.isfinite(out.reward)
+        over = truncate.exceeds(out.uncertainty) if truncate is not None else torch.zeros(B, dtype=torch.bool)
+        keep = alive & finite & ~over
+        nonfinite += int((alive & ~finite).sum())
+        rule_cut += int((alive & finite & over).sum())
+        cut = alive & ~keep                     # stopped by the guard or the rule: close the previous step
+        closable = cut & (last_kept >= 0)
+        rec["truncated"][last_kept[closable], closable.nonzero().squeeze(1)] = True
+        next_obs = torch.where(keep[:, None], out.obs, obs)
+        rec["obs"][t], rec["actions"][t], rec["next_obs"][t] = obs, act, next_obs
+        rec["rewards"][t] = torch.where(keep, out.reward, torch.zeros_like(out.reward))
+        rec["terminated"][t] = out.terminated & keep
+        rec["uncertainty"][t] = torch.where(keep, out.uncertainty, torch.zeros_like(out.uncertainty))
+        rec["valid"][t] = keep
+        last_kept = torch.where(keep, torch.full_like(last_kept, t), last_kept)
+        time_limit = getattr(source, "time_limit", None)
+        ended = out.terminated | (time_limit if time_limit is not None else False)
+        if time_limit is not None:
+            rec["truncated"][t] |= keep & time_limit & ~out.terminated
+        alive = keep & ~ended
+        obs = next_obs
+        first = torch.zeros(B, dtype=torch.bool)
+        if not alive.any():
+            break
+    rows = alive.nonzero().squeeze(1)
+    rec["truncated"][last_kept[rows], rows] = True   # reached the horizon
+    return Rollout(**rec, nonfinite_rows=nonfinite, rule_cut_rows=rule_cut)
+
+
+class ModelReplayBuffer:
+    """A FIFO store of imagined transitions (torch tensors), sampled uniformly."""
+
+    def __init__(self, obs_dim: int, act_dim: int, capacity: int):
+        self.capacity, self.size, self.ptr = capacity, 0, 0
+        self.data = {"obs": torch.zeros(capacity, obs_dim), "actions": torch.zeros(capacity, act_dim),
+                     "rewards": torch.zeros(capacity), "next_obs": torch.zeros(capacity, obs_dim),
+                     "terminated": torch.zeros(capacity, dtype=torch.bool)}
+
+    def add(self, transitions: dict[str, Tensor]) -> None:
+        n = len(transitions["rewards"])
+        if n > self.capacity:
+            transitions = {k: v[-self.capacity:] for k, v in transitions.items()}
+            n = self.capacity
+        idx = (self.ptr + torch.arange(n)) % self.capacity
+        for k, v in self.data.items():
+            v[idx] = transitions[k]
+        self.ptr = (self.ptr + n) % self.capacity
+        self.size = min(self.size + n, self.capacity)
+
+    def sample(self, batch: int, generator: torch.Generator) -> dict[str, Tensor]:
+        if self.size == 0:
+            raise ValueError("ModelReplayBuffer.sample: the buffer is empty")
+        idx = torch.randint(0, self.size, (batch,), generator=generator)
+        return {k: v[idx] for k, v in self.data.items()}
