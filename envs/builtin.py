@@ -104,8 +104,7 @@ def recipe(zoo: Zoo, level: str, size: int) -> list[Share]:
 
 
 @torch.no_grad()
-def collect(task: Task, actor, transitions: int, noise_std: float, seed: int, num_envs: int = 16,
-            progress=None) -> OfflineDataset:
+def collect(task: Task, actor, transitions: int, noise_std: float, seed: int, num_envs: int = 16) -> OfflineDataset:
     """Roll ``actor`` (plus Gaussian noise) in ``num_envs`` simulators until complete
     episodes hold ``transitions`` rows; the last episode is cut to fit (a timeout)."""
     sim = SimulatorBatch(task, num_envs)
@@ -144,8 +143,6 @@ def collect(task: Task, actor, transitions: int, noise_std: float, seed: int, nu
             (ep["terminals"] if term[i] else ep["timeouts"])[-1] = True
             episodes.append(ep)
             have += n
-            if progress is not None:
-                progress.update(min(n, transitions - (have - n)))
             obs[i] = sim.reset(next(next_seed), index=[i])[0]
             t[i] = 0
             if have >= transitions:
@@ -175,11 +172,46 @@ def builtin_path(task: str, level: str, size: int, seed: int, root: Path | None 
     return (root or cache_dir()) / "datasets" / f"{task}-{level}-seed{seed}-n{size}.hdf5"
 
 
+CHUNK = 100_000  # transitions per independently seeded piece of work
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece of a dataset: ``transitions`` rows from one policy, with its own seed.
+    The split depends only on the recipe and the size, never on the worker count,
+    so a dataset is the same whether one process or several make it."""
+
+    task: str
+    policy: str
+    transitions: int
+    noise_std: float
+    seed: int
+    num_envs: int
+
+
+def _collect_chunk(chunk: Chunk) -> OfflineDataset:
+    torch.set_num_threads(1)
+    actor, _ = load_policy(chunk.policy)
+    return collect(get_task(chunk.task), actor, chunk.transitions, chunk.noise_std, chunk.seed, chunk.num_envs)
+
+
+def plan_chunks(task: Task, shares: list[Share], seed: int, num_envs: int, chunk: int = CHUNK) -> list[Chunk]:
+    chunks = []
+    for k, share in enumerate(shares):
+        whole, rest = divmod(share.transitions, chunk)
+        pieces = [chunk] * whole + ([rest] if rest else [])
+        for j, n in enumerate(pieces):
+            chunks.append(Chunk(task.name, str(share.entry.path), n, share.noise_std,
+                                seed=(seed * 1000 + k) * 1000 + j, num_envs=num_envs))
+    return chunks
+
+
 def make_builtin(task_name: str, level: str, size: int | None = None, seed: int = 0, num_envs: int = 16,
                  force: bool = False, cache_root: Path | None = None, zoo_root: Path | None = None,
-                 progress: bool = False) -> "Made":
+                 progress: bool = False, workers: int = 1, chunk: int = CHUNK) -> "Made":
     """Make (or reuse from the cache) a built-in dataset; returns its path, its
-    manifest, and whether a cached copy was reused."""
+    manifest, and whether a cached copy was reused. ``workers`` processes share
+    the chunks; the result does not depend on how many there are."""
     task = get_task(task_name)
     check_level(level)
     size = int(size or task.default_size(level))
@@ -187,13 +219,15 @@ def make_builtin(task_name: str, level: str, size: int | None = None, seed: int 
         raise ReverieError(f"option 'size': expected a positive number of transitions, got {size}")
     if num_envs < 1:
         raise ReverieError(f"option 'num_envs': expected a positive integer, got {num_envs}")
+    if workers < 1:
+        raise ReverieError(f"option 'workers': expected a positive integer, got {workers}")
     zoo = load_zoo(task, zoo_root)
     shares = recipe(zoo, level, size)
     path = builtin_path(task.name, level, size, seed, cache_root)
     manifest_path = path.with_suffix(".json")
     wanted = {
         "format": DATASET_FORMAT, "name": f"{task.name}-{level}", "task": task.name, "level": level,
-        "size": size, "seed": seed, "num_envs": num_envs,
+        "size": size, "seed": seed, "num_envs": num_envs, "chunk": chunk,
         "policies": [{"name": s.entry.name, "step": s.entry.step, "return_mean": s.entry.return_mean,
                       "transitions": s.transitions, "noise_std": s.noise_std,
                       "sha256": _sha256(s.entry.path)} for s in shares],
@@ -209,11 +243,23 @@ def make_builtin(task_name: str, level: str, size: int | None = None, seed: int 
         from tqdm import tqdm
         bar = tqdm(total=size, desc=f"making {task.name}-{level}", unit="tr", mininterval=1, leave=False)
     started = _dt.datetime.now(_dt.timezone.utc)
-    parts = []
-    for k, share in enumerate(shares):
-        actor, _ = load_policy(share.entry.path)
-        parts.append(collect(task, actor, share.transitions, share.noise_std, seed=seed * 1000 + k,
-                             num_envs=num_envs, progress=bar))
+    chunks = plan_chunks(task, shares, seed, num_envs, chunk)
+    if workers == 1 or len(chunks) == 1:
+        parts = []
+        for c in chunks:
+            parts.append(_collect_chunk(c))
+            if bar is not None:
+                bar.update(c.transitions)
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=mp.get_context("spawn")) as pool:
+            parts = []
+            for c, part in zip(chunks, pool.map(_collect_chunk, chunks)):
+                parts.append(part)
+                if bar is not None:
+                    bar.update(c.transitions)
     if bar is not None:
         bar.close()
     seconds = (_dt.datetime.now(_dt.timezone.utc) - started).total_seconds()
@@ -229,12 +275,13 @@ def make_builtin(task_name: str, level: str, size: int | None = None, seed: int 
     return Made(path, manifest, False)
 
 
-def load_builtin(name: str, size: int | None = None, seed: int = 0, progress: bool = False) -> OfflineDataset:
+def load_builtin(name: str, size: int | None = None, seed: int = 0, progress: bool = False,
+                 workers: int = 1) -> OfflineDataset:
     parsed = parse_builtin_name(name)
     if parsed is None:
         raise ReverieError(f"unknown built-in dataset '{name}': expected TASK-LEVEL with TASK in "
                            f"{', '.join(TASKS)} and LEVEL in {', '.join(LEVELS)}")
-    path, manifest, _ = make_builtin(*parsed, size=size, seed=seed, progress=progress)
+    path, manifest, _ = make_builtin(*parsed, size=size, seed=seed, progress=progress, workers=workers)
     ds = read_d4rl(path, task=parsed[0])
     ds.name = name
     ds.metadata = manifest

@@ -15,6 +15,7 @@ shows the traceback instead.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -102,9 +103,10 @@ def run_dataset_make(cfg: DictConfig, ctx: RunContext) -> None:
     from envs.builtin import make_builtin
 
     _set_threads(cfg)
-    path, manifest, reused = make_builtin(cfg.task.name, cfg.level, size=cfg.size, seed=cfg.seed, num_envs=cfg.num_envs,
-                                  force=cfg.force, cache_root=Path(cfg.cache_dir) if cfg.cache_dir else None,
-                                  progress=sys.stderr.isatty())
+    path, manifest, reused = make_builtin(
+        cfg.task.name, cfg.level, size=cfg.size, seed=cfg.seed, num_envs=cfg.num_envs, force=cfg.force,
+        cache_root=Path(cfg.cache_dir) if cfg.cache_dir else None, progress=sys.stderr.isatty(),
+        workers=cfg.workers or os.cpu_count() or 1)
     print(f"{'reused' if reused else 'made'} {manifest['name']}: {manifest['size']:,} transitions, "
           f"{manifest['episodes']:,} episodes -> {path}")
     if not reused:

@@ -32,6 +32,16 @@ def test_make_is_deterministic_cached_and_described(tiny_zoo, tmp_path):
     assert other["sha256"] != manifest["sha256"]
 
 
+def test_worker_count_does_not_change_the_data(tiny_zoo, tmp_path):
+    one = make_builtin("hopper", "medium-replay", size=700, seed=1, num_envs=2, cache_root=tmp_path / "a",
+                       zoo_root=tiny_zoo, chunk=300)
+    two = make_builtin("hopper", "medium-replay", size=700, seed=1, num_envs=2, cache_root=tmp_path / "b",
+                       zoo_root=tiny_zoo, chunk=300, workers=2)
+    assert one.manifest["sha256"] == two.manifest["sha256"]
+    ds = read_d4rl(one.path)
+    assert len(ds) == 700 and ds.continuity_breaks() == 0
+
+
 def test_corrupted_cache_entry_is_remade(tiny_zoo, tmp_path):
     path, manifest, _ = make_builtin("hopper", "random", size=300, num_envs=2, cache_root=tmp_path, zoo_root=tiny_zoo)
     path.write_bytes(path.read_bytes()[:100])
