@@ -173,6 +173,41 @@ def run_dataset_train_behavior(cfg: DictConfig, ctx: RunContext) -> None:
                   f"normalized {p['normalized_score']:6.1f}  {' '.join(p['roles'])}")
 
 
+def run_fit(cfg: DictConfig, ctx: RunContext) -> None:
+    import torch
+
+    from envs.sources import load_source
+    from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
+
+    _set_threads(cfg)
+    wm = OmegaConf.to_container(cfg.world_model, resolve=True)
+    if wm.pop("name") != "ensemble":
+        raise ReverieError(f"world_model: unknown model '{cfg.world_model.name}': expected ensemble")
+    try:
+        wcfg = EnsembleConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in wm.items()}).validate()
+    except TypeError as exc:
+        raise ReverieError(f"world_model: {exc}") from None
+    ds = load_source(cfg.dataset, size=cfg.size, seed=cfg.seed, progress=sys.stderr.isatty())
+    torch.manual_seed(cfg.seed)
+    model = GaussianEnsemble(ds.obs_dim, ds.act_dim, wcfg, task=ds.task)
+    t = lambda a: torch.from_numpy(a)  # noqa: E731
+    print(f"fitting {wcfg.members} members on {ds.name}: {len(ds):,} transitions")
+
+    def on_epoch(epoch: int, mse) -> None:
+        ctx.log({"fit/holdout_mse_mean": mse.mean().item()}, epoch)
+
+    metrics = model.fit(t(ds.observations), t(ds.actions), t(ds.next_observations), t(ds.rewards),
+                        torch.Generator().manual_seed(cfg.seed), progress=on_epoch)
+    path = ctx.run_dir / "world_model.pt"
+    model.save(path)
+    elites = set(model.elites.tolist())
+    print(f"stopped after {int(metrics['epochs'])} epochs; holdout MSE (normalised targets) per member:")
+    for e in range(wcfg.members):
+        print(f"  member {e}: {model.holdout_mse[e].item():.4f}" + ("  elite" if e in elites else ""))
+    print(f"saved {path}")
+    ctx.log({k: v for k, v in metrics.items()})
+
+
 def run_demo(cfg: DictConfig, ctx: RunContext) -> None:
     from envs.builtin import make_builtin
     from envs.d4rl_format import read_d4rl
@@ -205,6 +240,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
     Command("dataset train-behavior", "train (or resume) the TD3 behaviour policies of a task; publish its zoo",
             "dataset_train_behavior", run_dataset_train_behavior, writes_run=True,
             usage="reverie dataset train-behavior task=hopper [total_steps=N] [budget_minutes=M] [publish=true]"),
+    Command("fit", "fit a world model (world_model=ensemble) to a dataset; report holdout error per member",
+            "fit", run_fit, writes_run=True, usage="reverie fit world_model=ensemble dataset=hopper-medium-replay"),
     Command("demo", "the main job on the embedded default: a small hopper dataset and its report",
             "demo", run_demo, writes_run=True),
 ]}
@@ -306,6 +343,17 @@ def _make_run_dir(cfg: DictConfig, overrides: list[str]) -> Path:
     return run_dir
 
 
+def _remove_if_empty_run(run_dir: Path | None) -> None:
+    """A run refused for bad input leaves no run directory behind (only its own config was in it)."""
+    if run_dir is None or not run_dir.is_dir():
+        return
+    produced = [p for p in run_dir.rglob("*") if p.is_file() and p.name not in ("config.yaml", "overrides.yaml")
+                and not p.name.startswith("events.out.tfevents")]
+    if not produced:
+        import shutil
+        shutil.rmtree(run_dir)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     cmd, group, rest, flags = _split_args(argv)
@@ -343,6 +391,10 @@ def main(argv: list[str] | None = None) -> int:
         ctx = RunContext(_make_run_dir(cfg, overrides) if cmd.writes_run else None, overrides)
         try:
             code = cmd.run(cfg, ctx)
+        except ReverieError:
+            ctx.close()
+            _remove_if_empty_run(ctx.run_dir)
+            raise
         finally:
             ctx.close()
         if ctx.run_dir is not None:

@@ -134,3 +134,23 @@ def test_console_script_exit_code_and_stderr(tmp_path):
     bad = subprocess.run(exe + ["dataset", "info", str(tmp_path / "missing.hdf5")], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.strip().endswith("missing.hdf5: file not found")
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_fit_writes_a_checkpoint_and_reports_members(capsys, tmp_path):
+    from envs.d4rl_format import write_d4rl
+    from envs.dataset import OfflineDataset
+    from worldmodels.ensemble import GaussianEnsemble
+
+    raw = transitions(600, obs_dim=11, act_dim=3, ends=(299, 599), terminal_at=())
+    write_d4rl(OfflineDataset.from_arrays(raw), tmp_path / "hopper-small.hdf5")
+    argv = ["fit", f"dataset={tmp_path / 'hopper-small.hdf5'}", "world_model.members=3", "world_model.elites=2",
+            "world_model.hidden=[16,16]", "world_model.weight_decay=[0,0,0]", "world_model.max_epochs=3",
+            f"run_dir={tmp_path / 'fit'}"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert out.count("  member ") == 3 and out.count("elite") == 2
+    model = GaussianEnsemble.load(tmp_path / "fit" / "world_model.pt")
+    assert model.spec.obs_dim == 11 and model.spec.task == "hopper"
+    code, _, err = run(capsys, *argv[:-1], "world_model.elites=5", f"run_dir={tmp_path / 'fit2'}")
+    assert code == 2 and "elites <= members" in err
+    assert not (tmp_path / "fit2").exists()      # a refused run leaves no run directory
