@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import shlex
 import sys
 import time
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tasks", nargs="+", default=["hopper", "halfcheetah", "walker2d"])
     p.add_argument("--levels", nargs="+", default=list(LEVELS))
     p.add_argument("--out", type=Path, default=Path("assets/reports/builtin_datasets.csv"))
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     command = "python -m eval.builtin_report " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
             if (task, level, str(size), str(args.seed)) in done:
                 continue
             started = time.perf_counter()
-            path, manifest, _ = make_builtin(task, level, size=size, seed=args.seed)
+            path, manifest, _ = make_builtin(task, level, size=size, seed=args.seed, workers=args.workers)
             seconds = manifest.get("seconds", time.perf_counter() - started)
             info = dataset_info(read_d4rl(path))
             row = {"task": task, "level": level, "size": size, "seed": args.seed,
