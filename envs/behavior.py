@@ -327,6 +327,8 @@ def publish_zoo(task_name: str, workdir: Path, out_root: Path = ZOO_DIR, n_polic
         "trained_steps": max(r["step"] for r in evals), "train_config": cfg,
         "eval": {"episodes": eval_episodes, "seeds": f"{seed}..{seed + eval_episodes - 1}", "deterministic": True},
         "medium_rule": "the snapshot before the expert whose return is nearest one third of the expert's",
+        "train_command": f"reverie dataset train-behavior task={task.name} seed={cfg['seed']} "
+                         f"total_steps={cfg['total_steps']}  (resumable; stopped at trained_steps)",
         "command": command, "policies": records,
     }
     write_json(out_dir / "zoo.json", manifest)

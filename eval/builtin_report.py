@@ -43,7 +43,7 @@ def markdown(rows: list[dict], tasks: list[str]) -> str:
         rec = zoo.record
         out += [f"## {task}", "",
                 f"TD3, {rec['trained_steps']:,} environment steps, MuJoCo {rec['mujoco']}; "
-                f"made by `{rec['command']}`.", "",
+                f"trained by `{rec.get('train_command', '?')}`, chosen and measured by `{rec['command']}`.", "",
                 "| policy | step | return | normalized | role |", "| --- | ---: | ---: | ---: | --- |"]
         for p in rec["policies"]:
             out.append(f"| {p['name']} | {p['step']:,} | {p['return_mean']:.1f} ± {p['return_std']:.1f} "
