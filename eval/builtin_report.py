@@ -29,12 +29,18 @@ from envs.info import dataset_info
 from envs.policies import load_zoo
 from envs.tasks import LEVELS, get_task
 
-def markdown(rows: list[dict], tasks: list[str]) -> str:
-    """Tables for humans: per task, the shipped policies' returns, then its datasets."""
+def markdown(folder: Path, tasks: list[str]) -> str:
+    """Tables for humans: per task, the shipped policies' returns, then its datasets
+    (from every report CSV in ``folder``)."""
+    rows = []
+    for csv_path in sorted(folder.glob("*.csv")):
+        with csv_path.open() as f:
+            rows += list(csv.DictReader(f))
+    commands = sorted({r["command"] for r in rows})
     out = ["# Built-in datasets and the behaviour policies that make them", "",
-           "Made by `" + (rows[0]["command"] if rows else "python -m eval.builtin_report") + "`; "
-           "normalized scores use D4RL's reference returns. Policy returns are means ± std over the "
-           "stated episodes (deterministic actions, unseen seeds).", ""]
+           "Normalized scores use D4RL's reference returns. Policy returns are means ± std over the stated "
+           "episodes (deterministic actions, unseen seeds). Dataset scores are over the dataset's finished "
+           "episodes. Made by:", ""] + [f"- `{c}`" for c in commands] + [""]
     for task in tasks:
         try:
             zoo = load_zoo(task)
@@ -48,7 +54,7 @@ def markdown(rows: list[dict], tasks: list[str]) -> str:
         for p in rec["policies"]:
             out.append(f"| {p['name']} | {p['step']:,} | {p['return_mean']:.1f} ± {p['return_std']:.1f} "
                        f"({p['episodes']} ep.) | {p['normalized_score']:.1f} | {', '.join(p['roles'])} |")
-        mine = [r for r in rows if r["task"] == task]
+        mine = sorted((r for r in rows if r["task"] == task), key=lambda r: (int(r["size"]) < 200_000, LEVELS.index(r["level"])))
         if mine:
             out += ["", "| dataset | transitions | episodes | normalized score | coverage | make time |",
                     "| --- | ---: | ---: | ---: | ---: | ---: |"]
@@ -104,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{task:<12} {level:<14} {size:>9,} transitions  {row['episodes']:>5} episodes  "
                   f"normalized {row['normalized_score']:6.1f} ± {row['normalized_score_std']:5.1f}  "
                   f"{row['seconds']:7.1f} s  {row['transitions_per_second']:>7,} tr/s", flush=True)
-    write_text(args.out.with_name("README.md"), markdown(rows, args.tasks))
+    write_text(args.out.with_name("README.md"), markdown(args.out.parent, args.tasks))
 
 
 if __name__ == "__main__":
