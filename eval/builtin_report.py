@@ -27,9 +27,9 @@ from envs.d4rl_format import read_d4rl
 from envs.errors import ReverieError
 from envs.info import dataset_info
 from envs.policies import load_zoo
-from envs.tasks import LEVELS, get_task
+from envs.tasks import LEVELS, TASKS, get_task
 
-def markdown(folder: Path, tasks: list[str]) -> str:
+def markdown(folder: Path, tasks: list[str] = list(TASKS)) -> str:
     """Tables for humans: per task, the shipped policies' returns, then its datasets
     (from every report CSV in ``folder``)."""
     rows = []
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{task:<12} {level:<14} {size:>9,} transitions  {row['episodes']:>5} episodes  "
                   f"normalized {row['normalized_score']:6.1f} ± {row['normalized_score_std']:5.1f}  "
                   f"{row['seconds']:7.1f} s  {row['transitions_per_second']:>7,} tr/s", flush=True)
-    write_text(args.out.with_name("README.md"), markdown(args.out.parent, args.tasks))
+    write_text(args.out.with_name("README.md"), markdown(args.out.parent))  # every task, not only this run's
 
 
 if __name__ == "__main__":
