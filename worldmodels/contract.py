@@ -30,6 +30,7 @@ class StepOut:
     reward: Tensor       # [B]
     terminated: Tensor   # [B] bool
     uncertainty: Tensor  # [B] epistemic score (zeros where unknown)
+    time_limit: Tensor | None = None  # [B] bool: a simulator's episode limit was reached (None for models)
 
 
 class WorldModel(Protocol):

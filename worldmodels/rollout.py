@@ -83,10 +83,8 @@ class SimulatorSource:
 
     def step(self, state, action: Tensor, *, generator=None, deterministic: bool = True) -> tuple[None, StepOut]:
         obs, rew, term, trunc = self.sim.step(action.numpy())
-        self.time_limit = torch.from_numpy(trunc)
-        out = StepOut(torch.from_numpy(obs), torch.from_numpy(rew), torch.from_numpy(term),
-                      torch.zeros(len(rew)))
-        return None, out
+        return None, StepOut(torch.from_numpy(obs), torch.from_numpy(rew), torch.from_numpy(term),
+                             torch.zeros(len(rew)), time_limit=torch.from_numpy(trunc))
 
 
 class UncertaintyThreshold:
@@ -183,10 +181,10 @@ def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, g
         rec["uncertainty"][t] = torch.where(keep, out.uncertainty, torch.zeros_like(out.uncertainty))
         rec["valid"][t] = keep
         last_kept = torch.where(keep, torch.full_like(last_kept, t), last_kept)
-        time_limit = getattr(source, "time_limit", None)
-        ended = out.terminated | (time_limit if time_limit is not None else False)
-        if time_limit is not None:
-            rec["truncated"][t] |= keep & time_limit & ~out.terminated
+        ended = out.terminated
+        if out.time_limit is not None:
+            rec["truncated"][t] |= keep & out.time_limit & ~out.terminated
+            ended = ended | out.time_limit
         alive = keep & ~ended
         obs = next_obs
         first = torch.zeros(B, dtype=torch.bool)
