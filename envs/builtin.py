@@ -27,10 +27,13 @@ the size ends in a timeout too.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
+import multiprocessing as mp
 import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata as _metadata
 from pathlib import Path
@@ -190,7 +193,6 @@ class Chunk:
 
 
 def _collect_chunk(chunk: Chunk) -> OfflineDataset:
-    torch.set_num_threads(1)
     actor, _ = load_policy(chunk.policy)
     return collect(get_task(chunk.task), actor, chunk.transitions, chunk.noise_std, chunk.seed, chunk.num_envs)
 
@@ -244,22 +246,18 @@ def make_builtin(task_name: str, level: str, size: int | None = None, seed: int 
         bar = tqdm(total=size, desc=f"making {task.name}-{level}", unit="tr", mininterval=1, leave=False)
     started = _dt.datetime.now(_dt.timezone.utc)
     chunks = plan_chunks(task, shares, seed, num_envs, chunk)
-    if workers == 1 or len(chunks) == 1:
-        parts = []
-        for c in chunks:
-            parts.append(_collect_chunk(c))
+    parts = []
+    with contextlib.ExitStack() as stack:
+        run = map
+        if workers > 1 and len(chunks) > 1:
+            # One torch thread per worker process: the workers already fill the cores.
+            run = stack.enter_context(ProcessPoolExecutor(
+                max_workers=min(workers, len(chunks)), mp_context=mp.get_context("spawn"),
+                initializer=torch.set_num_threads, initargs=(1,))).map
+        for c, part in zip(chunks, run(_collect_chunk, chunks)):
+            parts.append(part)
             if bar is not None:
                 bar.update(c.transitions)
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=mp.get_context("spawn")) as pool:
-            parts = []
-            for c, part in zip(chunks, pool.map(_collect_chunk, chunks)):
-                parts.append(part)
-                if bar is not None:
-                    bar.update(c.transitions)
     if bar is not None:
         bar.close()
     seconds = (_dt.datetime.now(_dt.timezone.utc) - started).total_seconds()

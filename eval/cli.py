@@ -389,14 +389,16 @@ def main(argv: list[str] | None = None) -> int:
             raise ReverieError(f"{cmd.name}: option '{missing[0]}' is required"
                                + (f" (usage: {cmd.usage})" if cmd.usage else ""))
         ctx = RunContext(_make_run_dir(cfg, overrides) if cmd.writes_run else None, overrides)
+        refused = False
         try:
             code = cmd.run(cfg, ctx)
         except ReverieError:
-            ctx.close()
-            _remove_if_empty_run(ctx.run_dir)
+            refused = True
             raise
         finally:
             ctx.close()
+            if refused:
+                _remove_if_empty_run(ctx.run_dir)
         if ctx.run_dir is not None:
             print(f"run directory: {ctx.run_dir}", file=sys.stderr)
         return int(code or 0)
