@@ -70,8 +70,17 @@ class CriticEnsemble(nn.Module):
 
 
 class SAC:
-    def __init__(self, obs_dim: int, act_dim: int, cfg: SACConfig | None = None):
+    """Soft actor-critic; the model-based learners (MOPO, MOBILE, RAVL) extend it.
+
+    ``uses_model`` says whether the trainer must fit and roll out a world model;
+    ``penalize`` is the hook a learner uses to change imagined rewards when they
+    are stored (MOPO); plain SAC leaves them as the model predicted."""
+
+    uses_model = False
+
+    def __init__(self, obs_dim: int, act_dim: int, cfg: SACConfig | None = None, model=None):
         self.cfg = cfg = cfg or SACConfig()
+        self.model = model
         self.actor = GaussianActor(obs_dim, act_dim, cfg.hidden)
         self.critic = CriticEnsemble(obs_dim, act_dim, cfg.critics, cfg.hidden)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
@@ -80,6 +89,13 @@ class SAC:
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
+
+    @torch.no_grad()
+    def act(self, obs: Tensor, deterministic: bool = True, generator: torch.Generator | None = None) -> Tensor:
+        return self.actor(obs, deterministic=deterministic, generator=generator)[0]
+
+    def penalize(self, transitions: dict[str, Tensor]) -> dict[str, float]:
+        return {}
 
     @property
     def alpha(self) -> Tensor:
@@ -119,11 +135,14 @@ class SAC:
             alpha_loss.backward()
             self.alpha_opt.step()
 
+        self.soft_update()
+        return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "q_mean": q.mean().item(),
+                "alpha": self.alpha.item(), "entropy": -logp.mean().item()}
+
+    def soft_update(self) -> None:
         with torch.no_grad():
             for p, tp in zip(self.critic.parameters(), self.critic_target.parameters()):
                 tp.lerp_(p, self.cfg.tau)
-        return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "q_mean": q.mean().item(),
-                "alpha": self.alpha.item(), "entropy": -logp.mean().item()}
 
     def state_dict(self) -> dict:
         return {"actor": self.actor.state_dict(), "critic": self.critic.state_dict(),

@@ -39,6 +39,7 @@ class Command:
     run: Callable[[DictConfig, "RunContext"], int | None]
     positional: str | None = None   # a bare argument fills this config key
     writes_run: bool = False        # creates a run directory with config snapshot and TensorBoard
+    resumable: bool = False         # an existing run directory with a checkpoint is resumed, not renamed
     usage: str = ""
 
 
@@ -174,30 +175,19 @@ def run_dataset_train_behavior(cfg: DictConfig, ctx: RunContext) -> None:
 
 
 def run_fit(cfg: DictConfig, ctx: RunContext) -> None:
-    import torch
-
     from envs.sources import load_source
-    from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
+    from worldmodels.registry import fit_world_model, world_model_config
 
     _set_threads(cfg)
-    wm = OmegaConf.to_container(cfg.world_model, resolve=True)
-    if wm.pop("name") != "ensemble":
-        raise ReverieError(f"world_model: unknown model '{cfg.world_model.name}': expected ensemble")
-    try:
-        wcfg = EnsembleConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in wm.items()}).validate()
-    except TypeError as exc:
-        raise ReverieError(f"world_model: {exc}") from None
+    values = OmegaConf.to_container(cfg.world_model, resolve=True)
+    wcfg = world_model_config(values)
     ds = load_source(cfg.dataset, size=cfg.size, seed=cfg.seed, progress=sys.stderr.isatty())
-    torch.manual_seed(cfg.seed)
-    model = GaussianEnsemble(ds.obs_dim, ds.act_dim, wcfg, task=ds.task)
-    t = lambda a: torch.from_numpy(a)  # noqa: E731
     print(f"fitting {wcfg.members} members on {ds.name}: {len(ds):,} transitions")
 
     def on_epoch(epoch: int, mse) -> None:
         ctx.log({"fit/holdout_mse_mean": mse.mean().item()}, epoch)
 
-    metrics = model.fit(t(ds.observations), t(ds.actions), t(ds.next_observations), t(ds.rewards),
-                        torch.Generator().manual_seed(cfg.seed), progress=on_epoch)
+    model, metrics = fit_world_model(ds, values, cfg.seed, progress=on_epoch)
     path = ctx.run_dir / "world_model.pt"
     model.save(path)
     elites = set(model.elites.tolist())
@@ -206,6 +196,135 @@ def run_fit(cfg: DictConfig, ctx: RunContext) -> None:
         print(f"  member {e}: {model.holdout_mse[e].item():.4f}" + ("  elite" if e in elites else ""))
     print(f"saved {path}")
     ctx.log({k: v for k, v in metrics.items()})
+
+
+def train_configs(cfg: DictConfig, overrides: list[str], dataset_key: str | None):
+    """The learner's config and the loop's config, with the agent's per-dataset defaults applied
+    unless the command line set the same key."""
+    from agents.registry import agent_class, agent_config
+    from agents.training import TrainConfig
+    from envs.config import build_config
+
+    agent = OmegaConf.to_container(cfg.agent, resolve=True)
+    name = agent.pop("name")
+    agent_class(name)
+    tuned = agent.pop("tuned", None) or {}
+    explicit = {o.split("=", 1)[0].lstrip("+~").removeprefix("agent.") for o in overrides if o.startswith(
+        ("agent.", "+agent.", "~agent."))}
+    applied = {k: v for k, v in (tuned.get(dataset_key) or {}).items() if k not in explicit}
+    agent.update(applied)
+    loop = {k: agent.pop(k) for k in ("rollout_length", "real_ratio") if k in agent}
+    train = {**OmegaConf.to_container(cfg.train, resolve=True), **loop, "seed": cfg.seed}
+    return name, agent_config(name, agent), agent, build_config(TrainConfig, train, "train"), applied
+
+
+def run_train(cfg: DictConfig, ctx: RunContext) -> None:
+    import torch
+
+    from agents.registry import build_agent
+    from agents.training import Trainer
+    from envs.atomic_io import write_json
+    from envs.builtin import cache_dir
+    from envs.sources import load_source
+    from envs.tasks import task_from_name
+    from worldmodels.registry import cached_world_model, fit_world_model, load_world_model, world_model_config
+
+    _set_threads(cfg)
+    if (ctx.run_dir / "result.json").is_file():
+        print(f"{ctx.run_dir} has finished: {json.loads((ctx.run_dir / 'result.json').read_text())['summary']}")
+        return
+    dataset_key = _dataset_key(str(cfg.dataset))
+    name, _, agent_values, tcfg, applied = train_configs(cfg, ctx.overrides, dataset_key)
+    wm_values = OmegaConf.to_container(cfg.world_model, resolve=True)
+    world_model_config(wm_values)
+    ds = load_source(cfg.dataset, size=cfg.size, seed=cfg.dataset_seed, progress=sys.stderr.isatty())
+    if ds.task is None and task_from_name(ds.name) is None:
+        raise ReverieError(f"{ds.name}: the dataset names no simulator task; pass a dataset whose task is known")
+    if applied:
+        print(f"{name} defaults for {dataset_key}: " + ", ".join(f"{k}={v}" for k, v in applied.items()))
+    run_dir = ctx.run_dir
+    model = None
+    from agents.registry import agent_class
+    if agent_class(name).uses_model:
+        saved = run_dir / "world_model.pt"
+        if saved.is_file():
+            model = load_world_model(saved, ds)
+            print(f"world model: {saved} (resuming)")
+        elif wm_values.get("checkpoint"):
+            model = load_world_model(Path(wm_values["checkpoint"]).expanduser(), ds)
+            model.save(saved)
+            print(f"world model: {wm_values['checkpoint']}")
+        else:
+            t0 = time.perf_counter()
+            print(f"fitting the world model on {ds.name} ({len(ds):,} transitions) ...", flush=True)
+            if cfg.model_cache:
+                model, metrics, reused = cached_world_model(ds, wm_values, cfg.seed, cache_dir() / "world_models")
+            else:
+                (model, metrics), reused = fit_world_model(ds, wm_values, cfg.seed), False
+            model.save(saved)
+            print(f"world model: {'reused from the cache' if reused else 'fitted'} in "
+                  f"{time.perf_counter() - t0:.0f} s; holdout MSE of the elites {metrics['holdout_mse_elites']:.4f}")
+            ctx.log({"model/holdout_mse_elites": metrics["holdout_mse_elites"],
+                     "model/holdout_mse_mean": metrics["holdout_mse_mean"],
+                     **{f"model/holdout_mse_member_{e}": model.holdout_mse[e].item()
+                        for e in range(model.spec.members)}})
+    torch.manual_seed(cfg.seed)
+    from agents.data import TransitionSampler
+    learner = build_agent(name, agent_values, ds.obs_dim, ds.act_dim, model=model,
+                          sampler=TransitionSampler(ds), ds=ds)
+    trainer = Trainer(learner, ds, tcfg, model=model, log=ctx.log)
+    checkpoint = run_dir / "checkpoint.pt"
+    if checkpoint.is_file():
+        print(f"resuming {checkpoint}")
+    summary = trainer.run(checkpoint, progress=sys.stderr.isatty())
+    final = trainer.final_evaluation()
+    ctx.log({f"final/{k}": v for k, v in final.items()}, trainer.step)
+    line = (f"{name} on {ds.name}, seed {cfg.seed}, {trainer.step:,} updates: normalized score "
+            f"{final['normalized_score']:.1f} ± {final['normalized_std']:.1f} (return {final['return_mean']:.1f}, "
+            f"{tcfg.final_eval_episodes} episodes)")
+    torch.save(learner.state_dict(), run_dir / "learner.pt")
+    result = {"agent": name, "dataset": ds.name, "dataset_size": len(ds), "seed": cfg.seed,
+              "steps": trainer.step, "train_seconds": summary["total_seconds"],
+              "updates_per_second": trainer.step / summary["total_seconds"] if summary["total_seconds"] else 0.0,
+              "eval_episodes": tcfg.final_eval_episodes, **final, "evals": trainer.evals,
+              "command": "reverie train " + " ".join(ctx.overrides), "summary": line}
+    write_json(run_dir / "result.json", result)
+    if not cfg.keep_checkpoint:
+        checkpoint.unlink(missing_ok=True)   # the learner's weights stay in learner.pt; the buffer goes
+    print(line)
+
+
+def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
+    import subprocess
+
+    from agents.registry import agent_class
+    from eval.bench import collect, multirun_command
+
+    for a in cfg.agents:
+        agent_class(a)
+    if int(cfg.jobs) < 1:
+        raise ReverieError(f"option 'jobs': expected a positive integer, got {cfg.jobs}")
+    out = Path(cfg.out)
+    command = "reverie bench " + " ".join(ctx.overrides)
+    code = 0
+    if not cfg.collect_only:
+        cells = len(cfg.agents) * len(cfg.datasets) * len(cfg.seeds)
+        print(f"{cells} cells ({len(cfg.agents)} agents x {len(cfg.datasets)} datasets x {len(cfg.seeds)} seeds), "
+              f"{cfg.jobs} at a time, {cfg.steps:,} updates each -> {out}/cells (finished cells are skipped)",
+              flush=True)
+        code = subprocess.call(multirun_command(cfg, ctx.overrides))
+    csv_path, md_path, n = collect(out, cfg.size, cfg.steps, command)
+    print(f"{n} finished cells -> {csv_path}, {md_path}")
+    return code
+
+
+def _dataset_key(source: str) -> str | None:
+    """``hopper-medium-replay`` from a built-in or D4RL name or a path to one (``-v2``, seeds and sizes dropped)."""
+    import re
+
+    stem = Path(source).name
+    m = re.match(r"^(hopper|halfcheetah|walker2d|ant)-(random|medium-replay|medium-expert|medium|expert)", stem)
+    return f"{m.group(1)}-{m.group(2)}" if m else None
 
 
 def run_demo(cfg: DictConfig, ctx: RunContext) -> None:
@@ -242,6 +361,12 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
             usage="reverie dataset train-behavior task=hopper [total_steps=N] [budget_minutes=M] [publish=true]"),
     Command("fit", "fit a world model (world_model=ensemble) to a dataset; report holdout error per member",
             "fit", run_fit, writes_run=True, usage="reverie fit world_model=ensemble dataset=hopper-medium-replay"),
+    Command("train", "train a learner (agent=mopo|mobile|ravl|mbpo|td3bc|iql) on a dataset and its world model",
+            "train", run_train, writes_run=True, resumable=True,
+            usage="reverie train agent=mopo dataset=hopper-medium-replay [train.steps=N] [seed=S] [run_dir=DIR]"),
+    Command("bench", "run agents x datasets x seeds as a resumable Hydra multirun; write results.csv and .md",
+            "bench", run_bench, usage="reverie bench [agents=[mopo,td3bc]] [datasets=[...]] [seeds=[0,1,2]] "
+            "[steps=N] [jobs=J] [out=DIR]"),
     Command("demo", "the main job on the embedded default: a small hopper dataset and its report",
             "demo", run_demo, writes_run=True),
 ]}
@@ -332,14 +457,37 @@ def _split_args(argv: list[str]) -> tuple[Command | None, str | None, list[str],
     return cmd, group, rest, flags
 
 
-def _make_run_dir(cfg: DictConfig, overrides: list[str]) -> Path:
+def _make_run_dir(cfg: DictConfig, overrides: list[str], resumable: bool = False) -> Path:
     base = run_dir = Path(str(cfg.run_dir))
+    if resumable and (run_dir / "config.yaml").is_file():
+        return _resume_run_dir(run_dir, cfg)
     k = 1
     while run_dir.exists() and any(run_dir.iterdir()):  # two runs in one second: never mix their files
         run_dir, k = base.with_name(f"{base.name}-{k}"), k + 1
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     (run_dir / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(list(overrides))))
+    return run_dir
+
+
+def _resume_run_dir(run_dir: Path, cfg: DictConfig) -> Path:
+    """Resume only the run that directory holds: the same resolved config, key for key."""
+    old = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=True)
+    new = OmegaConf.to_container(cfg, resolve=True)
+
+    def first_difference(a, b, prefix=""):
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b)):
+                d = first_difference(a.get(key), b.get(key), f"{prefix}{key}.")
+                if d:
+                    return d
+            return None
+        return None if a == b else (prefix.rstrip("."), a, b)
+
+    diff = first_difference(old, new)
+    if diff:
+        raise ReverieError(f"{run_dir}: holds a run with {diff[0]}={diff[1]!r}, not {diff[2]!r}; "
+                           "resume it with the same options or choose another run_dir")
     return run_dir
 
 
@@ -388,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             raise ReverieError(f"{cmd.name}: option '{missing[0]}' is required"
                                + (f" (usage: {cmd.usage})" if cmd.usage else ""))
-        ctx = RunContext(_make_run_dir(cfg, overrides) if cmd.writes_run else None, overrides)
+        ctx = RunContext(_make_run_dir(cfg, overrides, cmd.resumable) if cmd.writes_run else None, overrides)
         refused = False
         try:
             code = cmd.run(cfg, ctx)

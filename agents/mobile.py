@@ -1,0 +1,92 @@
+"""MOBILE (Sun et al., 2023): penalise imagined transitions by Bellman inconsistency.
+
+For an imagined pair (s, a), every ensemble member proposes next states; the
+spread (standard deviation) of the Bellman backup ``Q_target(s', pi(s'))`` over
+those proposals measures how much the model's uncertainty matters *to the
+value*, rather than to the state. The critic target of imagined rows is
+
+    y = r - beta * std_{i, k}[ min_j Q_target_j(s'_{ik}, a'_{ik}) ] + gamma * (1 - d) * V(s')
+
+Real rows are not penalised. The penalty needs the current critic, so it is
+computed in the update, from the model's predictions (the model predicts; the
+learner judges).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from agents.sac import SAC, SACConfig
+from envs.errors import ReverieError
+
+
+@dataclass
+class MOBILEConfig(SACConfig):
+    penalty_coef: float = 1.0
+    num_samples: int = 10     # next-state draws per member
+
+    def validate(self) -> "MOBILEConfig":
+        if self.penalty_coef < 0:
+            raise ReverieError(f"agent.penalty_coef: expected a value >= 0, got {self.penalty_coef}")
+        if self.num_samples < 1:
+            raise ReverieError(f"agent.num_samples: expected a positive integer, got {self.num_samples}")
+        return self
+
+
+class MOBILE(SAC):
+    uses_model = True
+
+    def __init__(self, obs_dim: int, act_dim: int, cfg: MOBILEConfig | None = None, model=None):
+        super().__init__(obs_dim, act_dim, (cfg or MOBILEConfig()).validate(), model)
+
+    @torch.no_grad()
+    def bellman_inconsistency(self, obs: Tensor, act: Tensor, generator: torch.Generator | None) -> Tensor:
+        mean, std = self.model.predict(obs, act)                         # [E, B, obs_dim + 1]
+        E, B, _ = mean.shape
+        K = self.cfg.num_samples
+        noise = torch.randn((K, *mean.shape), generator=generator, device=mean.device)
+        next_obs = (mean + std * noise)[..., :-1].reshape(K * E * B, -1)  # every member's proposals
+        next_act, _ = self.actor(next_obs, generator=generator)
+        q = self.critic_target(next_obs, next_act).min(dim=0).values.view(K * E, B)
+        return q.std(dim=0)
+
+    def update(self, batch: dict[str, Tensor], generator: torch.Generator | None = None) -> dict[str, float]:
+        obs, act, rew = batch["obs"], batch["actions"], batch["rewards"]
+        next_obs, dones, fake = batch["next_obs"], batch["terminated"].float(), batch["from_model"]
+
+        # critics: the target of imagined rows is lowered by the Bellman inconsistency
+        with torch.no_grad():
+            penalty = torch.zeros_like(rew)
+            penalty[fake] = self.bellman_inconsistency(obs[fake], act[fake], generator)
+            next_act, next_logp = self.actor(next_obs, generator=generator)
+            q_next = self.critic_target(next_obs, next_act).min(dim=0).values - self.alpha * next_logp
+            target = rew - self.cfg.penalty_coef * penalty + self.cfg.gamma * (1.0 - dones) * q_next
+        q = self.critic(obs, act)
+        critic_loss = F.mse_loss(q, target.expand_as(q))
+        self.critic_opt.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        self.critic_opt.step()
+
+        # actor: maximise the ensemble minimum minus the entropy cost
+        new_act, logp = self.actor(obs, generator=generator)
+        q_new = self.critic(obs, new_act).min(dim=0).values
+        actor_loss = (self.alpha * logp - q_new).mean()
+        self.actor_opt.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        self.actor_opt.step()
+
+        # temperature
+        if self.cfg.auto_alpha:
+            alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
+            self.alpha_opt.zero_grad(set_to_none=True)
+            alpha_loss.backward()
+            self.alpha_opt.step()
+
+        self.soft_update()
+        return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "q_mean": q.mean().item(),
+                "alpha": self.alpha.item(), "entropy": -logp.mean().item(),
+                "penalty_mean": penalty[fake].mean().item() if fake.any() else 0.0}

@@ -1,0 +1,217 @@
+"""The training loop every learner shares: imagine, store, sample, update, evaluate, checkpoint.
+
+Model-based learners (``learner.uses_model``) get fresh imagined rollouts every
+``rollout_every`` updates: start states drawn from the dataset, the current
+policy acting, the world model stepping through the one ``rollout()`` engine
+(termination from the task, an optional uncertainty cut, the NaN guard). The
+learner may change the imagined rewards as they are stored (MOPO's penalty).
+Each update draws ``real_ratio`` of its batch from the dataset and the rest
+from the model buffer; model-free learners draw all of it from the dataset.
+
+Everything random comes from one ``torch.Generator``. A checkpoint holds the
+learner (weights and optimisers), the model buffer, the generator and the step,
+so a run killed at any point and resumed from its last checkpoint ends with
+the same weights as one that never stopped (on the CPU, same thread count).
+The periodic simulator evaluation uses its own seeds and draws nothing from
+the training generator.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from agents.data import TransitionSampler, mix
+from envs.atomic_io import atomic_path
+from envs.errors import ReverieError
+from envs.policies import evaluate_actor
+from envs.tasks import normalized_score
+from worldmodels.rollout import ModelReplayBuffer, StartStates, UncertaintyThreshold, rollout
+
+CHECKPOINT_FORMAT = "reverie.train_checkpoint/1"
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 100_000            # gradient updates
+    batch_size: int = 256
+    real_ratio: float = 0.05        # share of each batch from the dataset (model-based learners)
+    rollout_length: int = 5
+    rollout_batch: int = 50_000     # start states per rollout round
+    rollout_every: int = 1000       # updates between rollout rounds
+    model_retain: int = 5           # rollout rounds the model buffer holds
+    truncate_quantile: float | None = None  # cut a row above this quantile of the model's dataset uncertainty
+    eval_every: int = 10_000
+    eval_episodes: int = 5
+    final_eval_episodes: int = 10
+    checkpoint_every: int = 5_000
+    log_every: int = 1_000
+    seed: int = 0
+
+    def validate(self) -> "TrainConfig":
+        positive = ("steps", "batch_size", "rollout_length", "rollout_batch", "rollout_every", "model_retain",
+                    "eval_every", "eval_episodes", "final_eval_episodes", "checkpoint_every", "log_every")
+        for name in positive:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ReverieError(f"train.{name}: expected a positive integer, got {value!r}")
+        if not 0.0 <= self.real_ratio <= 1.0:
+            raise ReverieError(f"train.real_ratio: expected a value in [0, 1], got {self.real_ratio}")
+        if self.truncate_quantile is not None and not 0.0 < self.truncate_quantile <= 1.0:
+            raise ReverieError(f"train.truncate_quantile: expected a value in (0, 1] or null, "
+                               f"got {self.truncate_quantile}")
+        return self
+
+
+class LearnerPolicy:
+    """A learner's stochastic policy behind the rollout engine's ``Policy`` contract."""
+
+    def __init__(self, learner):
+        self.learner = learner
+
+    def initial_state(self, batch_size: int) -> None:
+        return None
+
+    def act(self, state, obs, first, *, deterministic, generator=None):
+        return state, self.learner.act(obs, deterministic=deterministic, generator=generator)
+
+
+def evaluate(learner, task: str, episodes: int, seed: int) -> dict[str, float]:
+    returns = evaluate_actor(task, lambda obs: learner.act(obs.float()), episodes, seed)
+    scores = normalized_score(task, returns)
+    return {"return_mean": float(returns.mean()), "return_std": float(returns.std()),
+            "normalized_score": float(np.mean(scores)), "normalized_std": float(np.std(scores))}
+
+
+class Trainer:
+    def __init__(self, learner, ds, cfg: TrainConfig, model=None, log: Callable[[dict, int], None] | None = None):
+        self.learner, self.ds, self.cfg, self.model = learner, ds, cfg.validate(), model
+        self.log = log or (lambda metrics, step: None)
+        self.sampler = TransitionSampler(ds)
+        self.generator = torch.Generator().manual_seed(cfg.seed)
+        self.step = 0
+        self.seconds = 0.0          # training wall-clock, summed over every session of this run
+        self.evals: list[dict] = []
+        self.buffer = None
+        self.threshold = None
+        if learner.uses_model:
+            self.buffer = ModelReplayBuffer(ds.obs_dim, ds.act_dim, cfg.rollout_batch * cfg.rollout_length
+                                            * cfg.model_retain)
+            if cfg.truncate_quantile is not None:
+                idx = torch.randperm(len(ds), generator=torch.Generator().manual_seed(cfg.seed))[:10_000]
+                self.threshold = UncertaintyThreshold.from_dataset(
+                    model, self.sampler.data["obs"][idx], self.sampler.data["actions"][idx], cfg.truncate_quantile,
+                    generator=torch.Generator().manual_seed(cfg.seed))
+
+    # ---------------------------------------------------------------- pieces
+    def imagine(self) -> dict[str, float]:
+        cfg = self.cfg
+        start = torch.randint(0, self.sampler.size, (cfg.rollout_batch,), generator=self.generator)
+        ro = rollout(self.model, LearnerPolicy(self.learner), StartStates(self.sampler.data["obs"][start]),
+                     cfg.rollout_length, self.generator, truncate=self.threshold)
+        transitions = ro.transitions()
+        metrics = {f"rollout/{k}": v for k, v in self.learner.penalize(transitions).items()}
+        self.buffer.add(transitions)
+        lengths = ro.lengths().float()
+        metrics.update({"rollout/length_mean": lengths.mean().item(),
+                        "rollout/terminated_rows": int(ro.terminated.any(0).sum()),
+                        "rollout/uncertainty_cut_rows": ro.rule_cut_rows,
+                        "rollout/nonfinite_rows": ro.nonfinite_rows,
+                        "rollout/reward_mean": transitions["rewards"].mean().item() if len(lengths) else 0.0,
+                        "rollout/buffer_size": self.buffer.size})
+        return metrics
+
+    def batch(self) -> dict[str, torch.Tensor]:
+        cfg = self.cfg
+        if self.buffer is None:
+            return self.sampler.sample(cfg.batch_size, self.generator)
+        n_real = int(round(cfg.batch_size * cfg.real_ratio))
+        return mix(self.sampler.sample(n_real, self.generator),
+                   self.buffer.sample(cfg.batch_size - n_real, self.generator))
+
+    # ------------------------------------------------------------ checkpoint
+    def save(self, path: Path) -> None:
+        blob = {"format": CHECKPOINT_FORMAT, "step": self.step, "seconds": self.seconds, "learner": self.learner.state_dict(),
+                "generator": self.generator.get_state(), "evals": self.evals,
+                "buffer": None if self.buffer is None else
+                {"data": {k: v[:self.buffer.size] for k, v in self.buffer.data.items()},
+                 "ptr": self.buffer.ptr, "size": self.buffer.size}}
+        with atomic_path(path, suffix=".pt") as tmp:
+            torch.save(blob, tmp)
+
+    def load(self, path: Path) -> None:
+        try:
+            blob = torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as exc:
+            raise ReverieError(f"{path}: not a readable training checkpoint ({type(exc).__name__})") from None
+        if not isinstance(blob, dict) or blob.get("format") != CHECKPOINT_FORMAT:
+            raise ReverieError(f"{path}: field 'format': expected '{CHECKPOINT_FORMAT}'")
+        try:
+            self.learner.load_state_dict(blob["learner"])
+        except (RuntimeError, KeyError) as exc:
+            raise ReverieError(f"{path}: the checkpoint does not fit this agent and task "
+                               f"({str(exc).splitlines()[0][:120]})") from None
+        self.step, self.evals = int(blob["step"]), list(blob["evals"])
+        self.seconds = float(blob.get("seconds", 0.0))
+        self.generator.set_state(blob["generator"])
+        if self.buffer is not None and blob["buffer"] is not None:
+            size = blob["buffer"]["size"]
+            for k, v in self.buffer.data.items():
+                v[:size] = blob["buffer"]["data"][k]
+            self.buffer.ptr, self.buffer.size = blob["buffer"]["ptr"], size
+
+    # ------------------------------------------------------------------ loop
+    def run(self, checkpoint: Path | None = None, progress: bool = False,
+            stop_after: int | None = None) -> dict[str, float]:
+        """Train to ``cfg.steps`` (or ``stop_after`` more updates), resuming from ``checkpoint`` if it exists."""
+        cfg = self.cfg
+        if checkpoint is not None and checkpoint.is_file():
+            self.load(checkpoint)
+        task = self.ds.task
+        bar = None
+        if progress:
+            from tqdm import tqdm
+            bar = tqdm(total=cfg.steps, initial=self.step, unit="upd", dynamic_ncols=True)
+        last = self.step + stop_after if stop_after is not None else cfg.steps
+        t0, s0, metrics = time.perf_counter(), self.step, {}
+        t_saved = t0
+        while self.step < min(cfg.steps, last):
+            if self.buffer is not None and self.step % cfg.rollout_every == 0:
+                self.log(self.imagine(), self.step)
+            metrics = self.learner.update(self.batch(), self.generator)
+            self.step += 1
+            if bar is not None:
+                bar.update(1)
+            if self.step % cfg.log_every == 0:
+                rate = (self.step - s0) / (time.perf_counter() - t0)
+                self.log({**{f"train/{k}": v for k, v in metrics.items()}, "train/updates_per_second": rate},
+                         self.step)
+            if task is not None and self.step % cfg.eval_every == 0 and self.step < cfg.steps:
+                result = evaluate(self.learner, task, cfg.eval_episodes, seed=10_000 + self.step)
+                self.evals.append({"step": self.step, **result})
+                self.log({f"eval/{k}": v for k, v in result.items()}, self.step)
+                if bar is not None:
+                    bar.set_postfix(score=f"{result['normalized_score']:.1f}")
+            if checkpoint is not None and (self.step % cfg.checkpoint_every == 0 or self.step == cfg.steps):
+                now = time.perf_counter()
+                self.seconds += now - t_saved
+                t_saved = now
+                self.save(checkpoint)
+        if bar is not None:
+            bar.close()
+        elapsed = time.perf_counter() - t0
+        self.seconds += time.perf_counter() - t_saved if checkpoint is None else 0.0
+        return {"step": self.step, "seconds": elapsed, "total_seconds": self.seconds,
+                "updates_per_second": (self.step - s0) / elapsed if elapsed > 0 and self.step > s0 else 0.0,
+                **{f"last/{k}": v for k, v in metrics.items()}}
+
+    def final_evaluation(self) -> dict[str, float]:
+        if self.ds.task is None:
+            raise ReverieError(f"{self.ds.name}: the dataset names no task, so there is no simulator to "
+                               "evaluate in (pass task=...)")
+        return evaluate(self.learner, self.ds.task, self.cfg.final_eval_episodes, seed=0)

@@ -1,0 +1,129 @@
+"""``reverie bench``: the same training protocol over agents x datasets x seeds.
+
+The grid is a Hydra multirun (``python -m eval.bench --multirun ...`` with the
+joblib launcher), one job per cell. A cell is one ``reverie train`` in its own
+process and its own directory, ``<out>/cells/<agent>/<dataset>/seed<S>``: a
+finished cell (``result.json``) is skipped, an unfinished one resumes from its
+checkpoint, so the grid can span sessions. ``collect`` then writes
+``results.csv`` (one row per finished cell) and ``results.md`` (normalized
+score mean ± std per agent and dataset, beside the dataset's behaviour score,
+with wall-clock and updates per second).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import hydra
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from envs.atomic_io import write_text
+
+COLUMNS = ["agent", "dataset", "dataset_size", "seed", "steps", "normalized_score", "normalized_std",
+           "return_mean", "eval_episodes", "train_seconds", "updates_per_second", "command"]
+
+
+def cell_dir(out: Path, agent: str, dataset: str, seed: int) -> Path:
+    return out / "cells" / agent / dataset / f"seed{seed}"
+
+
+def cell_args(cfg: DictConfig, agent: str, dataset: str, seed: int) -> list[str]:
+    extra = list((cfg.agent_overrides or {}).get(agent, []) or [])
+    return ["train", f"agent={agent}", f"dataset={dataset}", f"seed={seed}",
+            f"size={cfg.size if cfg.size is not None else 'null'}", f"train.steps={cfg.steps}",
+            f"run_dir={cell_dir(Path(cfg.out).resolve(), agent, dataset, seed)}", "keep_checkpoint=false",
+            "threads=1", *extra, *list(cfg.train_overrides or [])]
+
+
+@hydra.main(config_path="../configs", config_name="bench", version_base="1.3")
+def cell(cfg: DictConfig) -> float | None:
+    """One Hydra job: one cell of the grid, run (or resumed) in its own process.
+    Its output goes to ``<out>/logs/<agent>-<dataset>-seed<S>.log``."""
+    agent, dataset, seed = cfg.cell.agent, cfg.cell.dataset, int(cfg.cell.seed)
+    run_dir = cell_dir(Path(cfg.out).resolve(), agent, dataset, seed)
+    if (run_dir / "result.json").is_file():
+        return json.loads((run_dir / "result.json").read_text())["normalized_score"]
+    log_path = Path(cfg.out).resolve() / "logs" / f"{agent}-{dataset}-seed{seed}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "a") as log:
+        code = subprocess.call([sys.executable, "-m", "eval.cli", *cell_args(cfg, agent, dataset, seed)],
+                               stdout=log, stderr=subprocess.STDOUT)
+    if code != 0:
+        print(f"cell {agent} {dataset} seed {seed} failed (exit {code}); see {log_path}",
+              file=sys.stderr)
+        return None
+    return json.loads((run_dir / "result.json").read_text())["normalized_score"]
+
+
+def multirun_command(cfg: DictConfig, overrides: list[str]) -> list[str]:
+    """The Hydra multirun that runs the grid: seeds vary slowest, then datasets, so a whole first
+    seed finishes before any second one starts, and each dataset's agents finish together."""
+    def join(values) -> str:
+        return ",".join(str(v) for v in values)
+
+    passthrough = [o for o in overrides if not o.split("=", 1)[0] in ("agents", "datasets", "seeds", "jobs")]
+    return [sys.executable, "-m", "eval.bench", "--multirun", f"cell.seed={join(cfg.seeds)}",
+            f"cell.dataset={join(cfg.datasets)}", f"cell.agent={join(cfg.agents)}", "hydra/launcher=joblib",
+            f"hydra.launcher.n_jobs={cfg.jobs}", f"hydra.sweep.dir={Path(cfg.out).resolve() / 'hydra'}",
+            "hydra.job.chdir=false", *passthrough]
+
+
+def behaviour_scores(datasets: list[str], size: int | None) -> dict[str, float]:
+    from envs.info import dataset_info
+    from envs.sources import load_source
+
+    return {d: dataset_info(load_source(d, size=size))["normalized_score"] for d in datasets}
+
+
+def collect(out: Path, size: int | None, budget: int, command: str) -> tuple[Path, Path, int]:
+    rows = []
+    for result in sorted(out.glob("cells/*/*/seed*/result.json")):
+        if not result.parent.name.removeprefix("seed").isdigit():
+            continue
+        r = json.loads(result.read_text())
+        rows.append({k: r.get(k) for k in COLUMNS})
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text(out / "results.csv", buf.getvalue())
+
+    by_cell: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in rows:
+        by_cell[(r["dataset"], r["agent"])].append(r)
+    datasets = sorted({r["dataset"] for r in rows})
+    agents = list(dict.fromkeys(r["agent"] for r in rows))
+    behaviour = behaviour_scores(datasets, size) if datasets else {}
+    if not rows:
+        write_text(out / "results.md", "# Benchmark\n\nNo finished cells yet.\n")
+        return out / "results.csv", out / "results.md", 0
+    lines = [f"# Benchmark: normalized score (D4RL reference), mean ± std over seeds", "",
+             f"Budget: {budget:,} gradient updates per cell; built-in datasets of "
+             f"{'their D4RL size' if size is None else f'{size:,} transitions'}; final score over each cell's "
+             "evaluation episodes. (n) = seeds finished.", "", f"Command: `{command}`", "",
+             "| dataset | behaviour | " + " | ".join(agents) + " |",
+             "|---|---:|" + "---:|" * len(agents)]
+    for d in datasets:
+        cells = []
+        for a in agents:
+            s = [r["normalized_score"] for r in by_cell.get((d, a), [])]
+            cells.append(f"{np.mean(s):.1f} ± {np.std(s):.1f} ({len(s)})" if s else "—")
+        lines.append(f"| {d} | {behaviour[d]:.1f} | " + " | ".join(cells) + " |")
+    lines += ["", "| agent | cells | wall-clock per cell (min) | updates/s |", "|---|---:|---:|---:|"]
+    for a in agents:
+        rs = [r for r in rows if r["agent"] == a]
+        lines.append(f"| {a} | {len(rs)} | {np.mean([r['train_seconds'] for r in rs]) / 60:.1f} | "
+                     f"{np.mean([r['updates_per_second'] for r in rs]):.1f} |")
+    write_text(out / "results.md", "\n".join(lines) + "\n")
+    return out / "results.csv", out / "results.md", len(rows)
+
+
+if __name__ == "__main__":
+    cell()

@@ -1,0 +1,87 @@
+"""The world models ``reverie fit`` and ``reverie train`` know: build, fit (with a cache), load and check."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from envs.config import build_config
+from envs.errors import ReverieError
+from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
+
+WORLD_MODELS = {"ensemble": (GaussianEnsemble, EnsembleConfig)}
+NOT_MODEL_KEYS = ("name", "checkpoint")
+
+
+def world_model_config(values: dict):
+    name = values.get("name")
+    if name not in WORLD_MODELS:
+        raise ReverieError(f"unknown world_model '{name}': expected one of {', '.join(WORLD_MODELS)}")
+    return build_config(WORLD_MODELS[name][1], {k: v for k, v in values.items() if k not in NOT_MODEL_KEYS},
+                        "world_model")
+
+
+def dataset_fingerprint(ds) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for a in (ds.observations, ds.actions, ds.rewards, ds.next_observations, ds.terminals):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def fit_world_model(ds, values: dict, seed: int, progress=None) -> tuple[GaussianEnsemble, dict]:
+    cfg = world_model_config(values)
+    torch.manual_seed(seed)
+    model = WORLD_MODELS[values["name"]][0](ds.obs_dim, ds.act_dim, cfg, task=ds.task)
+    t = torch.from_numpy
+    metrics = model.fit(t(ds.observations), t(ds.actions), t(ds.next_observations), t(ds.rewards),
+                        torch.Generator().manual_seed(seed), progress=progress)
+    return model, metrics
+
+
+@contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)   # two bench cells fitting the same model: one fits, one waits
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def cached_world_model(ds, values: dict, seed: int, cache_root: Path, progress=None
+                       ) -> tuple[GaussianEnsemble, dict, bool]:
+    """A model fitted to exactly this data, config and seed: from the cache, or fitted and cached."""
+    cfg = world_model_config(values)
+    key = hashlib.blake2b(json.dumps({"name": values["name"], "config": asdict(cfg), "seed": seed,
+                                      "data": dataset_fingerprint(ds)}, sort_keys=True).encode(),
+                          digest_size=8).hexdigest()
+    path = cache_root / f"{ds.name}-{values['name']}-seed{seed}-{key}.pt"
+    with _locked(path):
+        if path.is_file():
+            model = GaussianEnsemble.load(path)
+            return model, {"holdout_mse_mean": model.holdout_mse.mean().item(),
+                           "holdout_mse_elites": model.holdout_mse[model.elites].mean().item()}, True
+        model, metrics = fit_world_model(ds, values, seed, progress)
+        model.save(path)
+        return model, metrics, False
+
+
+def load_world_model(path: str | Path, ds) -> GaussianEnsemble:
+    """A saved model, refused unless it was fitted for this dataset's task and dimensions."""
+    model = GaussianEnsemble.load(path)
+    spec = model.spec
+    if (spec.obs_dim, spec.act_dim) != (ds.obs_dim, ds.act_dim):
+        raise ReverieError(f"{path}: world model is for obs_dim={spec.obs_dim}, act_dim={spec.act_dim}; "
+                           f"dataset {ds.name} has obs_dim={ds.obs_dim}, act_dim={ds.act_dim}")
+    if spec.task is not None and ds.task is not None and spec.task != ds.task:
+        raise ReverieError(f"{path}: world model was fitted for task '{spec.task}', dataset {ds.name} "
+                           f"is '{ds.task}'")
+    return model
