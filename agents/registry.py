@@ -14,8 +14,8 @@ from agents.td3bc import TD3BC, TD3BCConfig
 from envs.config import build_config
 from envs.errors import ReverieError
 
-AGENTS = {"mbpo": (MBPO, SACConfig), "mopo": (MOPO, MOPOConfig), "mobile": (MOBILE, MOBILEConfig),
-          "ravl": (RAVL, RAVLConfig), "td3bc": (TD3BC, TD3BCConfig), "iql": (IQL, IQLConfig)}
+AGENTS = {"mopo": (MOPO, MOPOConfig), "mobile": (MOBILE, MOBILEConfig), "ravl": (RAVL, RAVLConfig),
+          "mbpo": (MBPO, SACConfig), "td3bc": (TD3BC, TD3BCConfig), "iql": (IQL, IQLConfig)}
 
 
 def agent_class(name: str):

@@ -24,14 +24,26 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from agents.registry import AGENTS
 from envs.atomic_io import write_text
 
-COLUMNS = ["agent", "dataset", "dataset_size", "seed", "steps", "normalized_score", "normalized_std",
+COLUMNS = ["agent", "dataset", "source", "dataset_size", "seed", "steps", "normalized_score", "normalized_std",
            "return_mean", "eval_episodes", "train_seconds", "updates_per_second", "command"]
 
 
+def dataset_label(dataset: str) -> str:
+    """A built-in or D4RL name as it is; a path by its file's stem."""
+    return Path(dataset).stem if "/" in dataset or Path(dataset).suffix else dataset
+
+
 def cell_dir(out: Path, agent: str, dataset: str, seed: int) -> Path:
-    return out / "cells" / agent / dataset / f"seed{seed}"
+    return out / "cells" / agent / dataset_label(dataset) / f"seed{seed}"
+
+
+def unfinished(cfg: DictConfig) -> list[Path]:
+    out = Path(cfg.out).resolve()
+    return [cell_dir(out, a, d, s) for s in cfg.seeds for d in cfg.datasets for a in cfg.agents
+            if not (cell_dir(out, a, d, s) / "result.json").is_file()]
 
 
 def cell_args(cfg: DictConfig, agent: str, dataset: str, seed: int) -> list[str]:
@@ -50,7 +62,7 @@ def cell(cfg: DictConfig) -> float | None:
     run_dir = cell_dir(Path(cfg.out).resolve(), agent, dataset, seed)
     if (run_dir / "result.json").is_file():
         return json.loads((run_dir / "result.json").read_text())["normalized_score"]
-    log_path = Path(cfg.out).resolve() / "logs" / f"{agent}-{dataset}-seed{seed}.log"
+    log_path = Path(cfg.out).resolve() / "logs" / f"{agent}-{dataset_label(dataset)}-seed{seed}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "a") as log:
         code = subprocess.call([sys.executable, "-m", "eval.cli", *cell_args(cfg, agent, dataset, seed)],
@@ -75,11 +87,12 @@ def multirun_command(cfg: DictConfig, overrides: list[str]) -> list[str]:
             "hydra.job.chdir=false", *passthrough]
 
 
-def behaviour_scores(datasets: list[str], size: int | None) -> dict[str, float]:
+def behaviour_scores(sources: dict[str, str], size: int | None) -> dict[str, float]:
+    """Each dataset's own normalized score (its episodes' mean), by dataset name."""
     from envs.info import dataset_info
     from envs.sources import load_source
 
-    return {d: dataset_info(load_source(d, size=size))["normalized_score"] for d in datasets}
+    return {name: dataset_info(load_source(src, size=size))["normalized_score"] for name, src in sources.items()}
 
 
 def collect(out: Path, size: int | None, budget: int, command: str) -> tuple[Path, Path, int]:
@@ -99,8 +112,9 @@ def collect(out: Path, size: int | None, budget: int, command: str) -> tuple[Pat
     for r in rows:
         by_cell[(r["dataset"], r["agent"])].append(r)
     datasets = sorted({r["dataset"] for r in rows})
-    agents = list(dict.fromkeys(r["agent"] for r in rows))
-    behaviour = behaviour_scores(datasets, size) if datasets else {}
+    order = list(AGENTS)
+    agents = sorted({r["agent"] for r in rows}, key=lambda a: order.index(a) if a in order else len(order))
+    behaviour = behaviour_scores({r["dataset"]: r.get("source") or r["dataset"] for r in rows}, size)
     if not rows:
         write_text(out / "results.md", "# Benchmark\n\nNo finished cells yet.\n")
         return out / "results.csv", out / "results.md", 0

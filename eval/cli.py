@@ -283,7 +283,8 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
             f"{final['normalized_score']:.1f} ± {final['normalized_std']:.1f} (return {final['return_mean']:.1f}, "
             f"{tcfg.final_eval_episodes} episodes)")
     torch.save(learner.state_dict(), run_dir / "learner.pt")
-    result = {"agent": name, "dataset": ds.name, "dataset_size": len(ds), "seed": cfg.seed,
+    result = {"agent": name, "dataset": ds.name, "source": str(cfg.dataset), "dataset_size": len(ds),
+              "seed": cfg.seed,
               "steps": trainer.step, "train_seconds": summary["total_seconds"],
               "updates_per_second": trainer.step / summary["total_seconds"] if summary["total_seconds"] else 0.0,
               "eval_episodes": tcfg.final_eval_episodes, **final, "evals": trainer.evals,
@@ -298,7 +299,7 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
     import subprocess
 
     from agents.registry import agent_class
-    from eval.bench import collect, multirun_command
+    from eval.bench import collect, multirun_command, unfinished
 
     for a in cfg.agents:
         agent_class(a)
@@ -315,6 +316,11 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
         code = subprocess.call(multirun_command(cfg, ctx.overrides))
     csv_path, md_path, n = collect(out, cfg.size, cfg.steps, command)
     print(f"{n} finished cells -> {csv_path}, {md_path}")
+    left = unfinished(cfg)
+    if left and not cfg.collect_only:
+        print(f"{len(left)} cells of this grid are unfinished (their logs: {out / 'logs'}), e.g. {left[0]}",
+              file=sys.stderr)
+        return code or 1
     return code
 
 

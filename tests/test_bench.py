@@ -1,0 +1,32 @@
+"""``reverie bench``: a Hydra multirun over agents x datasets x seeds that resumes cell by cell."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from eval.cli import main
+from tests.test_train import FAST, small_dataset
+
+
+@pytest.mark.slow
+def test_bench_runs_cells_writes_tables_and_skips_finished_cells(capsys, tmp_path):
+    data = small_dataset(tmp_path / "hopper-tiny.hdf5")
+    train = ",".join(f"'{o}'" for o in FAST[1:] + ["agent.hidden=[32,32]"] if not o.startswith("agent.hidden"))
+    argv = ["bench", "agents=[td3bc,mopo]", f"datasets=['{data}']", "seeds=[0,1]", "size=null", "steps=30",
+            f"out={tmp_path / 'grid'}", f"train_overrides=[{train}]"]
+    assert main(argv) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "4 finished cells" in out
+    rows = list(csv.DictReader(open(tmp_path / "grid" / "results.csv")))
+    assert sorted((r["agent"], r["seed"]) for r in rows) == [("mopo", "0"), ("mopo", "1"), ("td3bc", "0"),
+                                                              ("td3bc", "1")]
+    assert all(r["steps"] == "30" and r["dataset"] == "hopper-tiny" for r in rows)
+    table = (tmp_path / "grid" / "results.md").read_text()
+    assert "| hopper-tiny |" in table and "(2)" in table and "Budget: 30 gradient updates" in table
+    # every cell is finished: a second run trains nothing and rebuilds the same rows
+    stamp = (tmp_path / "grid" / "cells" / "mopo" / "hopper-tiny" / "seed0" / "result.json").stat().st_mtime
+    assert main(argv) == 0
+    assert (tmp_path / "grid" / "cells" / "mopo" / "hopper-tiny" / "seed0" / "result.json").stat().st_mtime == stamp
+    assert len(list(csv.DictReader(open(tmp_path / "grid" / "results.csv")))) == 4

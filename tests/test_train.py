@@ -1,0 +1,146 @@
+"""``reverie train``: a real run end to end, exact resume after kill -9, and bad input refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from agents.networks import TanhActor
+from envs.builtin import collect
+from envs.d4rl_format import write_d4rl
+from envs.tasks import get_task
+from eval.cli import main
+
+FAST = ["agent.hidden=[32,32]", "world_model.members=3", "world_model.elites=2", "world_model.hidden=[32,32]",
+        "world_model.weight_decay=[0,0,0]", "world_model.max_epochs=2", "train.rollout_batch=200",
+        "train.rollout_every=50", "train.eval_every=100", "train.eval_episodes=2", "train.final_eval_episodes=2",
+        "train.log_every=50"]
+
+
+def small_dataset(path, task="hopper", n=3000, seed=0):
+    t = get_task(task)
+    torch.manual_seed(seed)
+    ds = collect(t, TanhActor(t.obs_dim, t.act_dim, (32, 32)), n, noise_std=0.3, seed=seed, num_envs=8)
+    ds.name = path.stem
+    write_d4rl(ds, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def hopper_file(tmp_path_factory):
+    return small_dataset(tmp_path_factory.mktemp("data") / "hopper-tiny.hdf5")
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_train_writes_result_checkpoint_and_tensorboard(capsys, tmp_path, hopper_file):
+    code, out, err = run(capsys, "train", "agent=mopo", f"dataset={hopper_file}", "train.steps=120", *FAST,
+                         f"run_dir={tmp_path / 'run'}")
+    assert code == 0, err
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["agent"] == "mopo" and result["steps"] == 120 and result["eval_episodes"] == 2
+    assert result["dataset"] == "hopper-tiny" and "normalized_score" in result
+    assert "reverie train agent=mopo" in result["command"]
+    for name in ("world_model.pt", "checkpoint.pt", "learner.pt", "config.yaml"):
+        assert (tmp_path / "run" / name).is_file()
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    tags = EventAccumulator(str(tmp_path / "run" / "tb")).Reload().Tags()["scalars"]
+    for tag in ("rollout/penalty_mean", "rollout/length_mean", "rollout/nonfinite_rows", "train/critic_loss",
+                "train/q_mean", "model/holdout_mse_elites", "eval/normalized_score", "final/normalized_score"):
+        assert tag in tags, tag
+    # a finished run_dir is not trained again
+    code, out, _ = run(capsys, "train", "agent=mopo", f"dataset={hopper_file}", "train.steps=120", *FAST,
+                       f"run_dir={tmp_path / 'run'}")
+    assert code == 0 and "has finished" in out
+
+
+def _train_process(hopper_file, run_dir):
+    argv = [sys.executable, "-m", "eval.cli", "train", "agent=mopo", f"dataset={hopper_file}", "train.steps=1500",
+            "train.checkpoint_every=100", *FAST, f"run_dir={run_dir}"]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_kill_9_and_resume_gives_the_weights_of_an_uninterrupted_run(tmp_path, hopper_file):
+    straight = _train_process(hopper_file, tmp_path / "straight")
+    assert straight.wait(timeout=600) == 0, straight.stdout.read()
+
+    victim = _train_process(hopper_file, tmp_path / "killed")
+    checkpoint = tmp_path / "killed" / "checkpoint.pt"
+    deadline = time.time() + 300
+    while not checkpoint.is_file() and time.time() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    assert not (tmp_path / "killed" / "result.json").exists(), "the run finished before it was killed"
+    step = torch.load(checkpoint, weights_only=False)["step"]
+    assert 0 < step < 1500
+
+    resumed = _train_process(hopper_file, tmp_path / "killed")
+    out = resumed.communicate(timeout=600)[0]
+    assert resumed.returncode == 0 and "resuming" in out, out
+    a = torch.load(tmp_path / "straight" / "learner.pt", weights_only=False)
+    b = torch.load(tmp_path / "killed" / "learner.pt", weights_only=False)
+    for part in ("actor", "critic", "critic_target"):
+        for k in a[part]:
+            assert torch.equal(a[part][k], b[part][k]), f"{part}.{k} differs"
+    assert torch.equal(a["log_alpha"], b["log_alpha"])
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["agent=nope"], "unknown agent 'nope': expected one of"),
+    (["world_model=nope"], "unknown world_model 'nope': expected one of ensemble"),
+    (["agent.penalty_coef=abc"], "agent.penalty_coef: expected a number, got 'abc'"),
+    (["agent.penalty_coef=-1"], "agent.penalty_coef: expected a value >= 0, got -1.0"),
+    (["agent.penalty=median"], "agent.penalty: expected one of aleatoric, disagreement, got 'median'"),
+    (["+agent.bogus=1"], "agent.bogus: not an option here"),
+    (["train.steps=0"], "train.steps: expected a positive integer, got 0"),
+    (["agent.real_ratio=1.5"], "train.real_ratio: expected a value in [0, 1], got 1.5"),
+    (["world_model.members=two"], "world_model.members: expected an integer, got 'two'"),
+])
+def test_bad_options_are_refused_in_one_line(capsys, tmp_path, hopper_file, argv, expected):
+    code, _, err = run(capsys, "train", f"dataset={hopper_file}", *argv, f"run_dir={tmp_path / 'r'}")
+    assert code == 2 and expected in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_world_model_from_another_task_or_size_is_refused(capsys, tmp_path, hopper_file):
+    walker = small_dataset(tmp_path / "walker2d-tiny.hdf5", "walker2d", n=1500)
+    cheetah = small_dataset(tmp_path / "halfcheetah-tiny.hdf5", "halfcheetah", n=1500)
+    code, _, err = run(capsys, "fit", f"dataset={walker}", "world_model.members=2", "world_model.elites=1",
+                       "world_model.hidden=[16]", "world_model.weight_decay=[0,0]", "world_model.max_epochs=1",
+                       f"run_dir={tmp_path / 'fit'}")
+    assert code == 0, err
+    model = tmp_path / "fit" / "world_model.pt"
+    code, _, err = run(capsys, "train", f"dataset={cheetah}", f"world_model.checkpoint={model}", *FAST,
+                       f"run_dir={tmp_path / 'a'}")
+    assert code == 2 and "fitted for task 'walker2d'" in err and "'halfcheetah'" in err, err
+    code, _, err = run(capsys, "train", f"dataset={hopper_file}", f"world_model.checkpoint={model}", *FAST,
+                       f"run_dir={tmp_path / 'b'}")
+    assert code == 2 and "obs_dim=17, act_dim=6" in err and "obs_dim=11, act_dim=3" in err, err
+
+
+def test_resuming_a_run_dir_with_other_options_is_refused(capsys, tmp_path, hopper_file):
+    argv = ["train", "agent=td3bc", f"dataset={hopper_file}", "train.steps=20", *FAST[:1], "train.final_eval_episodes=1"]
+    code, _, err = run(capsys, *argv, f"run_dir={tmp_path / 'r'}")
+    assert code == 0, err
+    code, _, err = run(capsys, *argv[:-1], "train.final_eval_episodes=3", f"run_dir={tmp_path / 'r'}")
+    assert code == 2 and "holds a run with train.final_eval_episodes=1, not 3" in err, err
+
+
+def test_dataset_too_small_to_hold_out_is_refused(capsys, tmp_path):
+    tiny = small_dataset(tmp_path / "hopper-few.hdf5", n=200)
+    code, _, err = run(capsys, "train", "agent=mopo", f"dataset={tiny}", f"run_dir={tmp_path / 'r'}")
+    assert code == 2 and "dataset too small to hold out: 200 transitions" in err, err
