@@ -5,7 +5,8 @@
 with ``u`` either the aleatoric score -- the largest, over ensemble members, of
 the norm of a member's predicted standard deviation (the paper's choice) -- or
 the ensemble disagreement: the largest distance of a member's predicted mean
-from the ensemble's mean. The penalty is applied once, when imagined
+from the ensemble's mean. ``u`` is computed while imagining, from the members
+the model returns with each step (``judge``), and applied once, when imagined
 transitions are stored (``penalize``); the SAC update itself is unchanged, and
 real transitions are never penalised.
 """
@@ -36,9 +37,8 @@ class MOPOConfig(SACConfig):
         return self
 
 
-def uncertainty(model, obs: Tensor, act: Tensor, kind: str) -> Tensor:
-    """``u(s, a)`` ``[B]`` from every member's prediction of ``[next_obs, reward]``."""
-    mean, std = model.predict(obs, act)                    # [E, B, obs_dim + 1]
+def uncertainty(mean: Tensor, std: Tensor, kind: str) -> Tensor:
+    """``u(s, a)`` ``[B]`` from every member's prediction of ``[next_obs, reward]``, ``[E, B, obs_dim + 1]``."""
     if kind == "aleatoric":
         return std.norm(dim=-1).max(dim=0).values
     return (mean - mean.mean(dim=0)).norm(dim=-1).max(dim=0).values
@@ -50,10 +50,17 @@ class MOPO(SAC):
     def __init__(self, obs_dim: int, act_dim: int, cfg: MOPOConfig | None = None, model=None):
         super().__init__(obs_dim, act_dim, (cfg or MOPOConfig()).validate(), model)
 
+    def judge(self, out) -> Tensor:
+        """Called by the rollout engine on each model step: ``u`` from the members the model returned."""
+        return uncertainty(*out.members, self.cfg.penalty)
+
     @torch.no_grad()
     def penalize(self, transitions: dict[str, Tensor]) -> dict[str, float]:
-        """Lower the imagined rewards in place; report the penalty's size."""
-        u = uncertainty(self.model, transitions["obs"], transitions["actions"], self.cfg.penalty)
+        """Lower the imagined rewards in place; report the penalty's size. ``u`` comes from the
+        rollout (``judged``) or, for transitions imagined elsewhere, from a fresh prediction."""
+        u = transitions.pop("judged", None)
+        if u is None:
+            u = uncertainty(*self.model.predict(transitions["obs"], transitions["actions"]), self.cfg.penalty)
         raw = transitions["rewards"]
         transitions["rewards"] = raw - self.cfg.penalty_coef * u
         return {"penalty_mean": u.mean().item(), "penalty_max": u.max().item(),

@@ -113,7 +113,8 @@ class Trainer:
         cfg = self.cfg
         start = torch.randint(0, self.sampler.size, (cfg.rollout_batch,), generator=self.generator)
         ro = rollout(self.model, LearnerPolicy(self.learner), StartStates(self.sampler.data["obs"][start]),
-                     cfg.rollout_length, self.generator, truncate=self.threshold)
+                     cfg.rollout_length, self.generator, truncate=self.threshold,
+                     judge=getattr(self.learner, "judge", None))
         transitions = ro.transitions()
         metrics = {f"rollout/{k}": v for k, v in self.learner.penalize(transitions).items()}
         self.buffer.add(transitions)

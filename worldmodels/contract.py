@@ -31,6 +31,7 @@ class StepOut:
     terminated: Tensor   # [B] bool
     uncertainty: Tensor  # [B] epistemic score (zeros where unknown)
     time_limit: Tensor | None = None  # [B] bool: a simulator's episode limit was reached (None for models)
+    members: tuple[Tensor, Tensor] | None = None  # every member's mean and std of [next_obs, reward], [E, B, D]
 
 
 class WorldModel(Protocol):

@@ -17,7 +17,7 @@ rows and never drops them silently. A cut row's last kept step is marked
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 import torch
@@ -121,6 +121,7 @@ class Rollout:
     valid: Tensor         # [T, B] bool: the step was taken and kept
     nonfinite_rows: int   # rows cut because a prediction was NaN or inf
     rule_cut_rows: int    # rows cut by the uncertainty rule
+    judged: Tensor | None = None  # [T, B] the caller's ``judge`` of each step (e.g. MOPO's uncertainty)
 
     def returns(self) -> Tensor:
         return (self.rewards * self.valid).sum(0)
@@ -131,18 +132,23 @@ class Rollout:
     def transitions(self) -> dict[str, Tensor]:
         """The kept steps, flattened: what a model replay buffer stores."""
         m = self.valid
-        return {"obs": self.obs[m], "actions": self.actions[m], "rewards": self.rewards[m],
-                "next_obs": self.next_obs[m], "terminated": self.terminated[m]}
+        out = {"obs": self.obs[m], "actions": self.actions[m], "rewards": self.rewards[m],
+               "next_obs": self.next_obs[m], "terminated": self.terminated[m]}
+        if self.judged is not None:
+            out["judged"] = self.judged[m]
+        return out
 
 
 @torch.no_grad()
 def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, generator: torch.Generator,
             truncate: UncertaintyThreshold | None = None, deterministic: bool = False, sample_model: bool = True,
-            **init_kwargs) -> Rollout:
+            judge: Callable[[StepOut], Tensor] | None = None, **init_kwargs) -> Rollout:
     """Roll ``policy`` in ``source`` for up to ``horizon`` steps from ``start``.
 
     ``deterministic`` is the policy's choice (no exploration noise);
     ``sample_model=False`` takes a model's mean prediction instead of a sample.
+    ``judge(step_out) -> [B]`` is recorded for every kept step: a learner's score
+    computed from what the model returned (its members), without a second pass.
     Extra keyword arguments go to ``source.init_state`` (e.g. ``member=`` to hold
     one ensemble member per row for the whole rollout, as NEUBAY does)."""
     start = start if isinstance(start, StartStates) else StartStates(start)
@@ -159,6 +165,8 @@ def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, g
            "rewards": torch.zeros(T, B), "next_obs": torch.zeros(T, B, spec.obs_dim),
            "terminated": torch.zeros(T, B, dtype=torch.bool), "truncated": torch.zeros(T, B, dtype=torch.bool),
            "uncertainty": torch.zeros(T, B), "valid": torch.zeros(T, B, dtype=torch.bool)}
+    if judge is not None:
+        rec["judged"] = torch.zeros(T, B)
     alive = torch.ones(B, dtype=torch.bool)
     first = torch.ones(B, dtype=torch.bool)
     last_kept = torch.full((B,), -1, dtype=torch.long)
@@ -180,6 +188,8 @@ def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, g
         rec["terminated"][t] = out.terminated & keep
         rec["uncertainty"][t] = torch.where(keep, out.uncertainty, torch.zeros_like(out.uncertainty))
         rec["valid"][t] = keep
+        if judge is not None:
+            rec["judged"][t] = torch.where(keep, judge(out), torch.zeros_like(out.reward))
         last_kept = torch.where(keep, torch.full_like(last_kept, t), last_kept)
         ended = out.terminated
         if out.time_limit is not None:
