@@ -272,11 +272,19 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
     from agents.data import TransitionSampler
     learner = build_agent(name, agent_values, ds.obs_dim, ds.act_dim, model=model,
                           sampler=TransitionSampler(ds), ds=ds)
-    trainer = Trainer(learner, ds, tcfg, model=model, log=ctx.log)
+    progress = sys.stderr.isatty()
+
+    def log(metrics: dict, step: int) -> None:
+        ctx.log(metrics, step)
+        if not progress and "eval/normalized_score" in metrics:   # a log file still shows how it goes
+            print(f"step {step:,}: normalized score {metrics['eval/normalized_score']:.1f} "
+                  f"({tcfg.eval_episodes} episodes)", flush=True)
+
+    trainer = Trainer(learner, ds, tcfg, model=model, log=log)
     checkpoint = run_dir / "checkpoint.pt"
     if checkpoint.is_file():
         print(f"resuming {checkpoint}")
-    summary = trainer.run(checkpoint, progress=sys.stderr.isatty())
+    summary = trainer.run(checkpoint, progress=progress)
     final = trainer.final_evaluation()
     ctx.log({f"final/{k}": v for k, v in final.items()}, trainer.step)
     line = (f"{name} on {ds.name}, seed {cfg.seed}, {trainer.step:,} updates: normalized score "
@@ -333,21 +341,27 @@ def _dataset_key(source: str) -> str | None:
     return f"{m.group(1)}-{m.group(2)}" if m else None
 
 
-def run_demo(cfg: DictConfig, ctx: RunContext) -> None:
+def run_demo(cfg: DictConfig, ctx: RunContext) -> int:
     from envs.builtin import make_builtin
     from envs.d4rl_format import read_d4rl
     from envs.info import dataset_info, format_info
 
     _set_threads(cfg)
-    print(f"[1/2] making {cfg.task.name}-{cfg.level} ({cfg.size:,} transitions) from the shipped policies")
+    print(f"[1/3] making {cfg.task.name}-{cfg.level} ({cfg.size:,} transitions) from the shipped policies")
     path, manifest, _ = make_builtin(cfg.task.name, cfg.level, size=cfg.size, seed=cfg.seed,
                                      num_envs=cfg.num_envs, progress=sys.stderr.isatty())
     print(f"      -> {path}  ({manifest['transitions_per_second']:,.0f} transitions/s when made)")
-    print("[2/2] dataset info")
+    print("[2/3] dataset info")
     ds = read_d4rl(path)
     info = dataset_info(ds)
     print(format_info(info))
     ctx.log({"demo/normalized_score": info["normalized_score"], "demo/coverage": info["coverage"]})
+    print(f"[3/3] reverie train agent={cfg.agent}: fit the ensemble, imagine, learn, score in the simulator")
+    argv = ["train", f"agent={cfg.agent}", f"dataset={path}", f"seed={cfg.seed}", f"threads={cfg.threads}",
+            f"world_model.max_epochs={cfg.world_model_max_epochs}", f"run_dir={ctx.run_dir / 'train'}",
+            *[f"train.{k}={v}" for k, v in cfg.train.items()]]
+    print("      " + "reverie " + " ".join(argv[:2] + argv[2:3]) + " ...", flush=True)
+    return main(argv)
 
 
 COMMANDS: dict[str, Command] = {c.name: c for c in [
@@ -373,7 +387,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
     Command("bench", "run agents x datasets x seeds as a resumable Hydra multirun; write results.csv and .md",
             "bench", run_bench, usage="reverie bench [agents=[mopo,td3bc]] [datasets=[...]] [seeds=[0,1,2]] "
             "[steps=N] [jobs=J] [out=DIR]"),
-    Command("demo", "the main job on the embedded default: a small hopper dataset and its report",
+    Command("demo", "the main job on the embedded default: a small hopper dataset, its report, MOPO trained on it",
             "demo", run_demo, writes_run=True),
 ]}
 
