@@ -16,16 +16,18 @@ class TransitionSampler:
 
     KEYS = ("obs", "actions", "rewards", "next_obs", "terminated")
 
-    def __init__(self, ds: OfflineDataset):
+    def __init__(self, ds: OfflineDataset, device: str | torch.device = "cpu"):
+        self.device = torch.device(device)
         self.data = {"obs": torch.from_numpy(ds.observations).float(),
                      "actions": torch.from_numpy(ds.actions).float(),
                      "rewards": torch.from_numpy(ds.rewards).float(),
                      "next_obs": torch.from_numpy(ds.next_observations).float(),
                      "terminated": torch.from_numpy(ds.terminals).bool()}
+        self.data = {k: v.to(self.device) for k, v in self.data.items()}
         self.size = len(ds)
 
     def sample(self, batch: int, generator: torch.Generator) -> dict[str, Tensor]:
-        idx = torch.randint(0, self.size, (batch,), generator=generator)
+        idx = torch.randint(0, self.size, (batch,), generator=generator, device=self.device)
         return {k: v[idx] for k, v in self.data.items()}
 
     def obs_stats(self) -> tuple[Tensor, Tensor]:
@@ -36,6 +38,6 @@ class TransitionSampler:
 def mix(real: dict[str, Tensor], fake: dict[str, Tensor]) -> dict[str, Tensor]:
     """Concatenate a real and an imagined batch; ``from_model`` marks the imagined rows."""
     out = {k: torch.cat([real[k], fake[k]]) for k in TransitionSampler.KEYS}
-    out["from_model"] = torch.cat([torch.zeros(len(real["rewards"]), dtype=torch.bool),
-                                   torch.ones(len(fake["rewards"]), dtype=torch.bool)])
+    flag = {"dtype": torch.bool, "device": real["rewards"].device}
+    out["from_model"] = torch.cat([torch.zeros(len(real["rewards"]), **flag), torch.ones(len(fake["rewards"]), **flag)])
     return out

@@ -61,13 +61,13 @@ class IQL:
     uses_model = False
 
     def __init__(self, obs_dim: int, act_dim: int, cfg: IQLConfig | None = None, model=None,
-                 reward_scale: float = 1.0):
+                 reward_scale: float = 1.0, device: str | torch.device = "cpu"):
         self.cfg = cfg = (cfg or IQLConfig()).validate()
         self.reward_scale = float(reward_scale)
-        self.actor = GaussianPolicy(obs_dim, act_dim, cfg.hidden)
-        self.critic = CriticEnsemble(obs_dim, act_dim, 2, cfg.hidden)
+        self.actor = GaussianPolicy(obs_dim, act_dim, cfg.hidden).to(device)
+        self.critic = CriticEnsemble(obs_dim, act_dim, 2, cfg.hidden).to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.value = mlp(obs_dim, 1, cfg.hidden)
+        self.value = mlp(obs_dim, 1, cfg.hidden).to(device)
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr)
         self.value_opt = torch.optim.Adam(self.value.parameters(), lr=cfg.lr)

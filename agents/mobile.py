@@ -40,8 +40,8 @@ class MOBILEConfig(SACConfig):
 class MOBILE(SAC):
     uses_model = True
 
-    def __init__(self, obs_dim: int, act_dim: int, cfg: MOBILEConfig | None = None, model=None):
-        super().__init__(obs_dim, act_dim, (cfg or MOBILEConfig()).validate(), model)
+    def __init__(self, obs_dim: int, act_dim: int, cfg: MOBILEConfig | None = None, model=None, device="cpu"):
+        super().__init__(obs_dim, act_dim, (cfg or MOBILEConfig()).validate(), model, device)
 
     @torch.no_grad()
     def bellman_inconsistency(self, obs: Tensor, act: Tensor, generator: torch.Generator | None) -> Tensor:

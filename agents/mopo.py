@@ -47,8 +47,8 @@ def uncertainty(mean: Tensor, std: Tensor, kind: str) -> Tensor:
 class MOPO(SAC):
     uses_model = True
 
-    def __init__(self, obs_dim: int, act_dim: int, cfg: MOPOConfig | None = None, model=None):
-        super().__init__(obs_dim, act_dim, (cfg or MOPOConfig()).validate(), model)
+    def __init__(self, obs_dim: int, act_dim: int, cfg: MOPOConfig | None = None, model=None, device="cpu"):
+        super().__init__(obs_dim, act_dim, (cfg or MOPOConfig()).validate(), model, device)
 
     def judge(self, out) -> Tensor:
         """Called by the rollout engine on each model step: ``u`` from the members the model returned."""

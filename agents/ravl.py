@@ -36,8 +36,8 @@ class RAVLConfig(SACConfig):
 class RAVL(SAC):
     uses_model = True
 
-    def __init__(self, obs_dim: int, act_dim: int, cfg: RAVLConfig | None = None, model=None):
-        super().__init__(obs_dim, act_dim, (cfg or RAVLConfig()).validate(), model)
+    def __init__(self, obs_dim: int, act_dim: int, cfg: RAVLConfig | None = None, model=None, device="cpu"):
+        super().__init__(obs_dim, act_dim, (cfg or RAVLConfig()).validate(), model, device)
 
     def q_and_diversity(self, obs: Tensor, act: Tensor) -> tuple[Tensor, Tensor]:
         """Every critic's Q ``[N, B]`` and EDAC's term, the mean pairwise cosine similarity of the
@@ -46,7 +46,7 @@ class RAVL(SAC):
         act_n = act.unsqueeze(0).expand(N, -1, -1).clone().requires_grad_(self.cfg.eta > 0)
         q = self.critic(obs.unsqueeze(0).expand(N, -1, -1), act_n)      # member i sees its own copy of a
         if self.cfg.eta == 0:
-            return q, torch.zeros(())
+            return q, torch.zeros((), device=q.device)
         grad = torch.autograd.grad(q.sum(), act_n, create_graph=True)[0]  # [N, B, A]
         grad = F.normalize(grad, dim=-1).transpose(0, 1)                  # [B, N, A]
         cos = grad @ grad.transpose(1, 2)                                 # [B, N, N]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from agents.iql import IQL, IQLConfig
 from agents.mobile import MOBILE, MOBILEConfig
@@ -30,15 +31,17 @@ def agent_config(name: str, values: dict):
     return build_config(AGENTS[name][1], values, "agent")
 
 
-def build_agent(name: str, values: dict, obs_dim: int, act_dim: int, *, model=None, sampler=None, ds=None):
+def build_agent(name: str, values: dict, obs_dim: int, act_dim: int, *, model=None, sampler=None, ds=None,
+                device: str | torch.device = "cpu"):
     """A learner ready to train; model-free references take what they need from the data."""
     cls, cfg = agent_class(name), agent_config(name, values)
     if cls.uses_model and model is None:
         raise ReverieError(f"agent '{name}' needs a world model")
     if cls is TD3BC:
-        return TD3BC(obs_dim, act_dim, cfg, obs_stats=sampler.obs_stats() if sampler is not None else None)
+        return TD3BC(obs_dim, act_dim, cfg, obs_stats=sampler.obs_stats() if sampler is not None else None,
+                     device=device)
     if cls is IQL:
         returns = ds.episode_returns() if ds is not None else np.array([0.0, 1000.0])
         spread = float(returns.max() - returns.min()) if len(returns) > 1 else 0.0
-        return IQL(obs_dim, act_dim, cfg, reward_scale=1000.0 / spread if spread > 0 else 1.0)
-    return cls(obs_dim, act_dim, cfg, model=model)
+        return IQL(obs_dim, act_dim, cfg, reward_scale=1000.0 / spread if spread > 0 else 1.0, device=device)
+    return cls(obs_dim, act_dim, cfg, model=model, device=device)

@@ -78,13 +78,14 @@ class SAC:
 
     uses_model = False
 
-    def __init__(self, obs_dim: int, act_dim: int, cfg: SACConfig | None = None, model=None):
+    def __init__(self, obs_dim: int, act_dim: int, cfg: SACConfig | None = None, model=None,
+                 device: str | torch.device = "cpu"):
         self.cfg = cfg = cfg or SACConfig()
         self.model = model
-        self.actor = GaussianActor(obs_dim, act_dim, cfg.hidden)
-        self.critic = CriticEnsemble(obs_dim, act_dim, cfg.critics, cfg.hidden)
+        self.actor = GaussianActor(obs_dim, act_dim, cfg.hidden).to(device)
+        self.critic = CriticEnsemble(obs_dim, act_dim, cfg.critics, cfg.hidden).to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.log_alpha = torch.tensor(math.log(cfg.init_alpha), requires_grad=cfg.auto_alpha)
+        self.log_alpha = torch.tensor(math.log(cfg.init_alpha), device=device, requires_grad=cfg.auto_alpha)
         self.target_entropy = cfg.target_entropy if cfg.target_entropy is not None else -float(act_dim)
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)

@@ -53,12 +53,12 @@ class TD3BC:
     uses_model = False
 
     def __init__(self, obs_dim: int, act_dim: int, cfg: TD3BCConfig | None = None, model=None,
-                 obs_stats: tuple[Tensor, Tensor] | None = None):
+                 obs_stats: tuple[Tensor, Tensor] | None = None, device: str | torch.device = "cpu"):
         self.cfg = cfg = (cfg or TD3BCConfig()).validate()
         mean, std = obs_stats or (torch.zeros(obs_dim), torch.ones(obs_dim))
-        self.actor = NormalizedActor(TanhActor(obs_dim, act_dim, cfg.hidden), mean, std)
+        self.actor = NormalizedActor(TanhActor(obs_dim, act_dim, cfg.hidden), mean, std).to(device)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
-        self.critic = CriticEnsemble(obs_dim, act_dim, 2, cfg.hidden)
+        self.critic = CriticEnsemble(obs_dim, act_dim, 2, cfg.hidden).to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr)
@@ -82,7 +82,7 @@ class TD3BC:
 
         # critics: clipped double Q with target-policy smoothing
         with torch.no_grad():
-            noise = (torch.randn(act.shape, generator=generator) * cfg.policy_noise).clamp(-cfg.noise_clip,
+            noise = (torch.randn(act.shape, generator=generator, device=act.device) * cfg.policy_noise).clamp(-cfg.noise_clip,
                                                                                            cfg.noise_clip)
             next_act = (self.actor_target.actor(next_obs) + noise).clamp(-1.0, 1.0)
             target = rew + cfg.gamma * (1.0 - dones) * self.critic_target(next_obs, next_act).min(dim=0).values

@@ -52,6 +52,7 @@ class TrainConfig:
     checkpoint_every: int = 5_000
     log_every: int = 1_000
     seed: int = 0
+    device: str = "cpu"             # where the learner, the model, the data and the generator live
 
     def validate(self) -> "TrainConfig":
         positive = ("steps", "batch_size", "rollout_length", "rollout_batch", "rollout_every", "model_retain",
@@ -62,10 +63,24 @@ class TrainConfig:
                 raise ReverieError(f"train.{name}: expected a positive integer, got {value!r}")
         if not 0.0 <= self.real_ratio <= 1.0:
             raise ReverieError(f"train.real_ratio: expected a value in [0, 1], got {self.real_ratio}")
+        check_device(self.device)
         if self.truncate_quantile is not None and not 0.0 < self.truncate_quantile <= 1.0:
             raise ReverieError(f"train.truncate_quantile: expected a value in (0, 1] or null, "
                                f"got {self.truncate_quantile}")
         return self
+
+
+def check_device(name: str) -> torch.device:
+    """``cpu``, ``cuda`` or ``cuda:N`` that this machine has; anything else is one clear error."""
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ReverieError(f"device: expected cpu, cuda or cuda:N, got {name!r}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ReverieError(f"device: '{name}' asked for, but CUDA is not available on this machine")
+    if device.type not in ("cpu", "cuda"):
+        raise ReverieError(f"device: expected cpu, cuda or cuda:N, got {name!r}")
+    return device
 
 
 class LearnerPolicy:
@@ -81,8 +96,9 @@ class LearnerPolicy:
         return state, self.learner.act(obs, deterministic=deterministic, generator=generator)
 
 
-def evaluate(learner, task: str, episodes: int, seed: int) -> dict[str, float]:
-    returns = evaluate_actor(task, lambda obs: learner.act(obs.float()), episodes, seed)
+def evaluate(learner, task: str, episodes: int, seed: int, device: str | torch.device = "cpu") -> dict[str, float]:
+    """The learner's deterministic policy over ``episodes`` simulator episodes (CPU MuJoCo)."""
+    returns = evaluate_actor(task, lambda obs: learner.act(obs.float().to(device)).cpu(), episodes, seed)
     scores = normalized_score(task, returns)
     return {"return_mean": float(returns.mean()), "return_std": float(returns.std()),
             "normalized_score": float(np.mean(scores)), "normalized_std": float(np.std(scores))}
@@ -92,8 +108,9 @@ class Trainer:
     def __init__(self, learner, ds, cfg: TrainConfig, model=None, log: Callable[[dict, int], None] | None = None):
         self.learner, self.ds, self.cfg, self.model = learner, ds, cfg.validate(), model
         self.log = log or (lambda metrics, step: None)
-        self.sampler = TransitionSampler(ds)
-        self.generator = torch.Generator().manual_seed(cfg.seed)
+        self.device = torch.device(cfg.device)
+        self.sampler = TransitionSampler(ds, self.device)
+        self.generator = torch.Generator(self.device).manual_seed(cfg.seed)
         self.step = 0
         self.seconds = 0.0          # training wall-clock, summed over every session of this run
         self.evals: list[dict] = []
@@ -101,17 +118,19 @@ class Trainer:
         self.threshold = None
         if learner.uses_model:
             self.buffer = ModelReplayBuffer(ds.obs_dim, ds.act_dim, cfg.rollout_batch * cfg.rollout_length
-                                            * cfg.model_retain)
+                                            * cfg.model_retain, self.device)
             if cfg.truncate_quantile is not None:
                 idx = torch.randperm(len(ds), generator=torch.Generator().manual_seed(cfg.seed))[:10_000]
+                idx = idx.to(self.device)
                 self.threshold = UncertaintyThreshold.from_dataset(
                     model, self.sampler.data["obs"][idx], self.sampler.data["actions"][idx], cfg.truncate_quantile,
-                    generator=torch.Generator().manual_seed(cfg.seed))
+                    generator=torch.Generator(self.device).manual_seed(cfg.seed))
 
     # ---------------------------------------------------------------- pieces
     def imagine(self) -> dict[str, float]:
         cfg = self.cfg
-        start = torch.randint(0, self.sampler.size, (cfg.rollout_batch,), generator=self.generator)
+        start = torch.randint(0, self.sampler.size, (cfg.rollout_batch,), generator=self.generator,
+                              device=self.device)
         ro = rollout(self.model, LearnerPolicy(self.learner), StartStates(self.sampler.data["obs"][start]),
                      cfg.rollout_length, self.generator, truncate=self.threshold,
                      judge=getattr(self.learner, "judge", None))
@@ -147,7 +166,7 @@ class Trainer:
 
     def load(self, path: Path) -> None:
         try:
-            blob = torch.load(path, map_location="cpu", weights_only=False)
+            blob = torch.load(path, map_location=self.device, weights_only=False)
         except Exception as exc:
             raise ReverieError(f"{path}: not a readable training checkpoint ({type(exc).__name__})") from None
         if not isinstance(blob, dict) or blob.get("format") != CHECKPOINT_FORMAT:
@@ -159,7 +178,7 @@ class Trainer:
                                f"({str(exc).splitlines()[0][:120]})") from None
         self.step, self.evals = int(blob["step"]), list(blob["evals"])
         self.seconds = float(blob.get("seconds", 0.0))
-        self.generator.set_state(blob["generator"])
+        self.generator.set_state(blob["generator"].cpu())
         if self.buffer is not None and blob["buffer"] is not None:
             size = blob["buffer"]["size"]
             for k, v in self.buffer.data.items():
@@ -193,7 +212,7 @@ class Trainer:
                 self.log({**{f"train/{k}": v for k, v in metrics.items()}, "train/updates_per_second": rate},
                          self.step)
             if task is not None and self.step % cfg.eval_every == 0 and self.step < cfg.steps:
-                result = evaluate(self.learner, task, cfg.eval_episodes, seed=10_000 + self.step)
+                result = evaluate(self.learner, task, cfg.eval_episodes, seed=10_000 + self.step, device=self.device)
                 self.evals.append({"step": self.step, **result})
                 self.log({f"eval/{k}": v for k, v in result.items()}, self.step)
                 if bar is not None:
@@ -215,4 +234,4 @@ class Trainer:
         if self.ds.task is None:
             raise ReverieError(f"{self.ds.name}: the dataset names no task, so there is no simulator to "
                                "evaluate in (pass task=...)")
-        return evaluate(self.learner, self.ds.task, self.cfg.final_eval_episodes, seed=0)
+        return evaluate(self.learner, self.ds.task, self.cfg.final_eval_episodes, seed=0, device=self.device)

@@ -214,7 +214,7 @@ def train_configs(cfg: DictConfig, overrides: list[str], dataset_key: str | None
     applied = {k: v for k, v in (tuned.get(dataset_key) or {}).items() if k not in explicit}
     agent.update(applied)
     loop = {k: agent.pop(k) for k in ("rollout_length", "real_ratio") if k in agent}
-    train = {**OmegaConf.to_container(cfg.train, resolve=True), **loop, "seed": cfg.seed}
+    train = {**OmegaConf.to_container(cfg.train, resolve=True), **loop, "seed": cfg.seed, "device": cfg.device}
     return name, agent_config(name, agent), agent, build_config(TrainConfig, train, "train"), applied
 
 
@@ -248,19 +248,20 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
     if agent_class(name).uses_model:
         saved = run_dir / "world_model.pt"
         if saved.is_file():
-            model = load_world_model(saved, ds)
+            model = load_world_model(saved, ds, tcfg.device)
             print(f"world model: {saved} (resuming)")
         elif wm_values.get("checkpoint"):
-            model = load_world_model(Path(wm_values["checkpoint"]).expanduser(), ds)
+            model = load_world_model(Path(wm_values["checkpoint"]).expanduser(), ds, tcfg.device)
             model.save(saved)
             print(f"world model: {wm_values['checkpoint']}")
         else:
             t0 = time.perf_counter()
             print(f"fitting the world model on {ds.name} ({len(ds):,} transitions) ...", flush=True)
             if cfg.model_cache:
-                model, metrics, reused = cached_world_model(ds, wm_values, cfg.seed, cache_dir() / "world_models")
+                model, metrics, reused = cached_world_model(ds, wm_values, cfg.seed, cache_dir() / "world_models",
+                                                            device=tcfg.device)
             else:
-                (model, metrics), reused = fit_world_model(ds, wm_values, cfg.seed), False
+                (model, metrics), reused = fit_world_model(ds, wm_values, cfg.seed, device=tcfg.device), False
             model.save(saved)
             print(f"world model: {'reused from the cache' if reused else 'fitted'} in "
                   f"{time.perf_counter() - t0:.0f} s; holdout MSE of the elites {metrics['holdout_mse_elites']:.4f}")
@@ -271,7 +272,7 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
     torch.manual_seed(cfg.seed)
     from agents.data import TransitionSampler
     learner = build_agent(name, agent_values, ds.obs_dim, ds.act_dim, model=model,
-                          sampler=TransitionSampler(ds), ds=ds)
+                          sampler=TransitionSampler(ds, tcfg.device), ds=ds, device=tcfg.device)
     progress = sys.stderr.isatty()
 
     def log(metrics: dict, step: int) -> None:

@@ -108,6 +108,7 @@ def test_kill_9_and_resume_gives_the_weights_of_an_uninterrupted_run(tmp_path, h
     (["train.steps=0"], "train.steps: expected a positive integer, got 0"),
     (["agent.real_ratio=1.5"], "train.real_ratio: expected a value in [0, 1], got 1.5"),
     (["world_model.members=two"], "world_model.members: expected an integer, got 'two'"),
+    (["device=tpu"], "device: expected cpu, cuda or cuda:N, got 'tpu'"),
 ])
 def test_bad_options_are_refused_in_one_line(capsys, tmp_path, hopper_file, argv, expected):
     code, _, err = run(capsys, "train", f"dataset={hopper_file}", *argv, f"run_dir={tmp_path / 'r'}")

@@ -216,6 +216,8 @@ class GaussianEnsemble(nn.Module):
         """Train every member on its own bootstrap of the training split; early-stop on
         the holdout split; keep each member's best weights; choose the elites."""
         cfg = self.cfg
+        dev = self.max_logvar.device          # fit where the model lives; indices are drawn on the CPU
+        obs, act, next_obs, reward = (t.to(dev) for t in (obs, act, next_obs, reward))
         n = obs.shape[0]
         inputs = torch.cat([obs, act], dim=-1)
         targets = torch.cat([next_obs - obs, reward[:, None]], dim=-1)
@@ -223,14 +225,14 @@ class GaussianEnsemble(nn.Module):
         if n_hold < 1 or n - n_hold < cfg.batch_size:
             raise ReverieError(f"dataset too small to hold out: {n} transitions, need at least "
                                f"{cfg.batch_size} for training plus {max(n_hold, 1)} held out")
-        perm = torch.randperm(n, generator=generator)
+        perm = torch.randperm(n, generator=generator).to(dev)
         hold, train = perm[:n_hold], perm[n_hold:]
         self.input_norm.fit(inputs[train])
         self.target_norm.fit(targets[train])
         x_tr, y_tr = self.input_norm(inputs[train]), self.target_norm(targets[train])
         x_ho, y_ho = self.input_norm(inputs[hold]), self.target_norm(targets[hold])
         E, n_tr = cfg.members, len(train)
-        boot = torch.randint(0, n_tr, (E, n_tr), generator=generator)
+        boot = torch.randint(0, n_tr, (E, n_tr), generator=generator).to(dev)
 
         decay = [{"params": layer.parameters(), "weight_decay": wd}
                  for layer, wd in zip([*self.layers, self.head], cfg.weight_decay)]
@@ -249,7 +251,7 @@ class GaussianEnsemble(nn.Module):
         best_state = {k: v.clone() for k, v in self.state_dict().items() if k in member_keys}
         stale, epoch = 0, 0
         for epoch in range(1, cfg.max_epochs + 1):
-            order = torch.argsort(torch.rand(E, n_tr, generator=generator), dim=1)
+            order = torch.argsort(torch.rand(E, n_tr, generator=generator), dim=1).to(dev)
             shuffled = torch.gather(boot, 1, order)
             for b in range(0, n_tr, cfg.batch_size):
                 idx = shuffled[:, b:b + cfg.batch_size]

@@ -35,10 +35,11 @@ def dataset_fingerprint(ds) -> str:
     return h.hexdigest()
 
 
-def fit_world_model(ds, values: dict, seed: int, progress=None) -> tuple[GaussianEnsemble, dict]:
+def fit_world_model(ds, values: dict, seed: int, progress=None, device: str | torch.device = "cpu"
+                    ) -> tuple[GaussianEnsemble, dict]:
     cfg = world_model_config(values)
     torch.manual_seed(seed)
-    model = WORLD_MODELS[values["name"]][0](ds.obs_dim, ds.act_dim, cfg, task=ds.task)
+    model = WORLD_MODELS[values["name"]][0](ds.obs_dim, ds.act_dim, cfg, task=ds.task).to(device)
     t = torch.from_numpy
     metrics = model.fit(t(ds.observations), t(ds.actions), t(ds.next_observations), t(ds.rewards),
                         torch.Generator().manual_seed(seed), progress=progress)
@@ -56,8 +57,8 @@ def _locked(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def cached_world_model(ds, values: dict, seed: int, cache_root: Path, progress=None
-                       ) -> tuple[GaussianEnsemble, dict, bool]:
+def cached_world_model(ds, values: dict, seed: int, cache_root: Path, progress=None,
+                       device: str | torch.device = "cpu") -> tuple[GaussianEnsemble, dict, bool]:
     """A model fitted to exactly this data, config and seed: from the cache, or fitted and cached."""
     cfg = world_model_config(values)
     key = hashlib.blake2b(json.dumps({"name": values["name"], "config": asdict(cfg), "seed": seed,
@@ -66,17 +67,17 @@ def cached_world_model(ds, values: dict, seed: int, cache_root: Path, progress=N
     path = cache_root / f"{ds.name}-{values['name']}-seed{seed}-{key}.pt"
     with _locked(path):
         if path.is_file():
-            model = GaussianEnsemble.load(path)
+            model = GaussianEnsemble.load(path).to(device)
             return model, {"holdout_mse_mean": model.holdout_mse.mean().item(),
                            "holdout_mse_elites": model.holdout_mse[model.elites].mean().item()}, True
-        model, metrics = fit_world_model(ds, values, seed, progress)
+        model, metrics = fit_world_model(ds, values, seed, progress, device)
         model.save(path)
         return model, metrics, False
 
 
-def load_world_model(path: str | Path, ds) -> GaussianEnsemble:
+def load_world_model(path: str | Path, ds, device: str | torch.device = "cpu") -> GaussianEnsemble:
     """A saved model, refused unless it was fitted for this dataset's task and dimensions."""
-    model = GaussianEnsemble.load(path)
+    model = GaussianEnsemble.load(path).to(device)
     spec = model.spec
     if (spec.obs_dim, spec.act_dim) != (ds.obs_dim, ds.act_dim):
         raise ReverieError(f"{path}: world model is for obs_dim={spec.obs_dim}, act_dim={spec.act_dim}; "

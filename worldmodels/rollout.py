@@ -160,22 +160,23 @@ def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, g
     state = source.init_state(start if isinstance(source, SimulatorSource) else start.obs, generator, **init_kwargs)
     pstate = policy.initial_state(B)
     obs = start.obs
-    T = horizon
-    rec = {"obs": torch.zeros(T, B, spec.obs_dim), "actions": torch.zeros(T, B, spec.act_dim),
-           "rewards": torch.zeros(T, B), "next_obs": torch.zeros(T, B, spec.obs_dim),
-           "terminated": torch.zeros(T, B, dtype=torch.bool), "truncated": torch.zeros(T, B, dtype=torch.bool),
-           "uncertainty": torch.zeros(T, B), "valid": torch.zeros(T, B, dtype=torch.bool)}
+    T, dev = horizon, obs.device
+    f32, flag = {"device": dev}, {"dtype": torch.bool, "device": dev}
+    rec = {"obs": torch.zeros(T, B, spec.obs_dim, **f32), "actions": torch.zeros(T, B, spec.act_dim, **f32),
+           "rewards": torch.zeros(T, B, **f32), "next_obs": torch.zeros(T, B, spec.obs_dim, **f32),
+           "terminated": torch.zeros(T, B, **flag), "truncated": torch.zeros(T, B, **flag),
+           "uncertainty": torch.zeros(T, B, **f32), "valid": torch.zeros(T, B, **flag)}
     if judge is not None:
-        rec["judged"] = torch.zeros(T, B)
-    alive = torch.ones(B, dtype=torch.bool)
-    first = torch.ones(B, dtype=torch.bool)
-    last_kept = torch.full((B,), -1, dtype=torch.long)
+        rec["judged"] = torch.zeros(T, B, **f32)
+    alive = torch.ones(B, **flag)
+    first = torch.ones(B, **flag)
+    last_kept = torch.full((B,), -1, dtype=torch.long, device=dev)
     nonfinite = rule_cut = 0
     for t in range(T):
         pstate, act = policy.act(pstate, obs, first, deterministic=deterministic, generator=generator)
         state, out = source.step(state, act, generator=generator, deterministic=not sample_model)
         finite = torch.isfinite(out.obs).all(1) & torch.isfinite(out.reward)
-        over = truncate.exceeds(out.uncertainty) if truncate is not None else torch.zeros(B, dtype=torch.bool)
+        over = truncate.exceeds(out.uncertainty) if truncate is not None else torch.zeros(B, **flag)
         keep = alive & finite & ~over
         nonfinite += int((alive & ~finite).sum())
         rule_cut += int((alive & finite & over).sum())
@@ -197,7 +198,7 @@ def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, g
             ended = ended | out.time_limit
         alive = keep & ~ended
         obs = next_obs
-        first = torch.zeros(B, dtype=torch.bool)
+        first = torch.zeros(B, **flag)
         if not alive.any():
             break
     rows = alive.nonzero().squeeze(1)
@@ -208,18 +209,19 @@ def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, g
 class ModelReplayBuffer:
     """A FIFO store of imagined transitions (torch tensors), sampled uniformly."""
 
-    def __init__(self, obs_dim: int, act_dim: int, capacity: int):
-        self.capacity, self.size, self.ptr = capacity, 0, 0
-        self.data = {"obs": torch.zeros(capacity, obs_dim), "actions": torch.zeros(capacity, act_dim),
-                     "rewards": torch.zeros(capacity), "next_obs": torch.zeros(capacity, obs_dim),
-                     "terminated": torch.zeros(capacity, dtype=torch.bool)}
+    def __init__(self, obs_dim: int, act_dim: int, capacity: int, device: str | torch.device = "cpu"):
+        self.capacity, self.size, self.ptr, self.device = capacity, 0, 0, torch.device(device)
+        d = {"device": self.device}
+        self.data = {"obs": torch.zeros(capacity, obs_dim, **d), "actions": torch.zeros(capacity, act_dim, **d),
+                     "rewards": torch.zeros(capacity, **d), "next_obs": torch.zeros(capacity, obs_dim, **d),
+                     "terminated": torch.zeros(capacity, dtype=torch.bool, **d)}
 
     def add(self, transitions: dict[str, Tensor]) -> None:
         n = len(transitions["rewards"])
         if n > self.capacity:
             transitions = {k: v[-self.capacity:] for k, v in transitions.items()}
             n = self.capacity
-        idx = (self.ptr + torch.arange(n)) % self.capacity
+        idx = (self.ptr + torch.arange(n, device=self.device)) % self.capacity
         for k, v in self.data.items():
             v[idx] = transitions[k]
         self.ptr = (self.ptr + n) % self.capacity
@@ -228,5 +230,5 @@ class ModelReplayBuffer:
     def sample(self, batch: int, generator: torch.Generator) -> dict[str, Tensor]:
         if self.size == 0:
             raise ValueError("ModelReplayBuffer.sample: the buffer is empty")
-        idx = torch.randint(0, self.size, (batch,), generator=generator)
+        idx = torch.randint(0, self.size, (batch,), generator=generator, device=self.device)
         return {k: v[idx] for k, v in self.data.items()}
