@@ -69,22 +69,9 @@ class RAVL(SAC):
         critic_loss.backward()
         self.critic_opt.step()
 
-        # actor: maximise the ensemble minimum minus the entropy cost
-        new_act, logp = self.actor(obs, generator=generator)
-        q_new = self.critic(obs, new_act).min(dim=0).values
-        actor_loss = (self.alpha * logp - q_new).mean()
-        self.actor_opt.zero_grad(set_to_none=True)
-        actor_loss.backward()
-        self.actor_opt.step()
-
-        # temperature
-        if self.cfg.auto_alpha:
-            alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
-            self.alpha_opt.zero_grad(set_to_none=True)
-            alpha_loss.backward()
-            self.alpha_opt.step()
+        # actor and temperature: as SAC (agents/sac.py)
+        actor = self.actor_step(obs, generator)
 
         self.soft_update()
-        return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "q_mean": q.mean().item(),
-                "q_std": q.std(dim=0).mean().item(), "diversity": diversity.item(),
-                "alpha": self.alpha.item(), "entropy": -logp.mean().item()}
+        return {"critic_loss": critic_loss.item(), "q_mean": q.mean().item(), "q_std": q.std(dim=0).mean().item(),
+                "diversity": diversity.item(), **actor}

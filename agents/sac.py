@@ -121,6 +121,14 @@ class SAC:
         critic_loss.backward()
         self.critic_opt.step()
 
+        # actor and temperature
+        actor = self.actor_step(obs, generator)
+
+        self.soft_update()
+        return {"critic_loss": critic_loss.item(), "q_mean": q.mean().item(), **actor}
+
+    def actor_step(self, obs: Tensor, generator: torch.Generator | None = None) -> dict[str, float]:
+        """The actor and temperature step every SAC-based learner shares (after its own critic step)."""
         # actor: maximise the ensemble minimum minus the entropy cost
         new_act, logp = self.actor(obs, generator=generator)
         q_new = self.critic(obs, new_act).min(dim=0).values
@@ -135,10 +143,7 @@ class SAC:
             self.alpha_opt.zero_grad(set_to_none=True)
             alpha_loss.backward()
             self.alpha_opt.step()
-
-        self.soft_update()
-        return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "q_mean": q.mean().item(),
-                "alpha": self.alpha.item(), "entropy": -logp.mean().item()}
+        return {"actor_loss": actor_loss.item(), "alpha": self.alpha.item(), "entropy": -logp.mean().item()}
 
     def soft_update(self) -> None:
         with torch.no_grad():
