@@ -92,7 +92,7 @@ class LearnerPolicy:
     def initial_state(self, batch_size: int) -> None:
         return None
 
-    def act(self, state, obs, first, *, deterministic, generator=None):
+    def act(self, state, obs, first, *, deterministic, generator=None, prev_reward=None):
         return state, self.learner.act(obs, deterministic=deterministic, generator=generator)
 
 

@@ -38,7 +38,7 @@ class PerRow:
     def initial_state(self, batch_size):
         return None
 
-    def act(self, state, obs, first, *, deterministic, generator=None):
+    def act(self, state, obs, first, *, deterministic, generator=None, prev_reward=None):
         return state, self.actions
 
 
@@ -63,6 +63,25 @@ def test_stopping_rules_on_a_hand_checkable_model():
     assert torch.isfinite(r.next_obs[r.valid]).all()
     flat = r.transitions()
     assert len(flat["rewards"]) == 9 and flat["terminated"].sum() == 1
+
+
+class Recording(PerRow):
+    """Remembers what the engine showed it: is this the first step, and the previous reward."""
+
+    def __init__(self, actions):
+        super().__init__(actions)
+        self.seen = []
+
+    def act(self, state, obs, first, *, deterministic, generator=None, prev_reward=None):
+        self.seen.append((first.clone(), prev_reward.clone()))
+        return state, self.actions
+
+
+def test_policies_see_the_previous_reward_and_the_first_step():
+    policy = Recording([[0.1, 0.0], [0.2, 0.0]])
+    rollout(Drift(), policy, torch.zeros(2, 2), horizon=3, generator=torch.Generator())
+    assert [f.tolist() for f, _ in policy.seen] == [[True, True], [False, False], [False, False]]
+    assert [r.tolist() for _, r in policy.seen] == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
 
 
 @pytest.fixture(scope="module")
@@ -104,12 +123,15 @@ def test_ensemble_rollouts_held_member_and_threshold(hopper_data):
     assert rule.threshold == pytest.approx(seen.max().item())
     policy = ActorPolicy(TanhActor(11, 3, (32, 32)), noise_std=0.1)
     g = torch.Generator().manual_seed(3)
-    held = rollout(model, policy, obs[:64], 100, g, truncate=rule, member=torch.full((64,), 1))
+    held_rule = UncertaintyThreshold.from_dataset(model, obs, act, quantile=0.99, held_members=True,
+                                                  generator=torch.Generator().manual_seed(1))
+    held = rollout(model, policy, obs[:64], 100, g, truncate=held_rule, member=model.sample_members(64, g))
     free = rollout(model, policy, obs[:64], 100, g, truncate=rule)
-    for r in (held, free):
+    for r, limit in ((held, held_rule), (free, rule)):
         assert r.nonfinite_rows == 0 and torch.isfinite(r.next_obs[r.valid]).all()
         assert ((r.terminated | r.truncated).sum(0) <= 1).all()
-        assert (r.uncertainty[r.valid] <= rule.threshold).all()
+        assert (r.uncertainty[r.valid] <= limit.threshold).all()
+    assert (held.uncertainty[held.valid] > 0).all()        # the held member's own std, not zeros
     # a held member gives the same futures for the same start whatever the generator draws
     a = rollout(model, policy, obs[:8], 20, torch.Generator().manual_seed(0), deterministic=True,
                 sample_model=False, member=torch.full((8,), 2))

@@ -184,31 +184,47 @@ class GaussianEnsemble(nn.Module):
         return self._to_world(obs, mean, logvar)
 
     # ---------------------------------------------------------------- contract
+    def sample_members(self, n: int, generator: torch.Generator | None = None) -> Tensor:
+        """``n`` draws from the posterior over models: an elite, uniformly, per row."""
+        pick = torch.randint(0, len(self.elites), (n,), generator=generator, device=self.elites.device)
+        return self.elites[pick]
+
     def init_state(self, start: Tensor, generator: torch.Generator | None = None, member: Tensor | None = None) -> dict:
         """``member`` ``[B]`` holds one member per row for the whole rollout; None draws an elite each step."""
         check_batch("start", start, self.spec.obs_dim)
+        if member is not None and (member.shape != (start.shape[0],) or member.dtype != torch.long
+                                   or not ((member >= 0) & (member < self.cfg.members)).all()):
+            raise ValueError(f"member: expected {start.shape[0]} member indices in [0, {self.cfg.members}), "
+                             f"got shape {list(member.shape)} of {member.dtype}")
         return {"obs": start, "member": member}
 
     @torch.no_grad()
     def step(self, state: dict, action: Tensor, *, generator: torch.Generator | None = None,
              deterministic: bool = False) -> tuple[dict, StepOut]:
-        obs = state["obs"]
-        mean, std = self.predict(obs, action)          # [E, B, out]: all members, for the disagreement
-        elite_mean = mean[self.elites]
-        member = state["member"]
-        if member is None:
-            pick = torch.randint(0, len(self.elites), (obs.shape[0],), generator=generator, device=obs.device)
-            member = self.elites[pick]
-        rows = torch.arange(obs.shape[0], device=obs.device)
-        m, s = mean[member, rows], std[member, rows]
+        """One step of every row. A row with a held member runs that member only (the fast
+        path) and its ``uncertainty`` is that member's predicted std of the next state
+        (aleatoric); otherwise every member runs, an elite is drawn per row, and
+        ``uncertainty`` is the elites' disagreement (the largest distance of a member's
+        mean next state from theirs), with every member's prediction in ``members``."""
+        obs, member = state["obs"], state["member"]
+        if member is not None:
+            m, s = self.predict_member(obs, action, member)
+            uncertainty, members = s[:, :-1].norm(dim=-1), None
+        else:
+            mean, std = self.predict(obs, action)          # [E, B, out]: all members, for the disagreement
+            rows = torch.arange(obs.shape[0], device=obs.device)
+            pick = self.sample_members(obs.shape[0], generator)
+            m, s = mean[pick, rows], std[pick, rows]
+            elite_mean = mean[self.elites, :, :-1]
+            uncertainty = (elite_mean - elite_mean.mean(0)).norm(dim=-1).max(0).values
+            members = (mean, std)
         if not deterministic:
             m = m + s * torch.randn(m.shape, generator=generator, device=m.device)
         next_obs, reward = m[:, :-1], m[:, -1]
-        disagreement = (elite_mean[..., :-1] - elite_mean[..., :-1].mean(0)).norm(dim=-1).max(0).values
         terminated = (self._terminated(next_obs) if self._terminated is not None
                       else torch.zeros_like(reward, dtype=torch.bool))
-        return {"obs": next_obs, "member": state["member"]}, StepOut(next_obs, reward, terminated, disagreement,
-                                                                     members=(mean, std))
+        return {"obs": next_obs, "member": member}, StepOut(next_obs, reward, terminated, uncertainty,
+                                                            members=members)
 
     # --------------------------------------------------------------------- fit
     def fit(self, obs: Tensor, act: Tensor, next_obs: Tensor, reward: Tensor, generator: torch.Generator,

@@ -42,10 +42,13 @@ class StartStates:
 
 
 class Policy(Protocol):
+    """``act`` sees the observation, whether it is the row's first step, and the reward of
+    the previous step (zeros on the first): what a history-dependent agent conditions on."""
+
     def initial_state(self, batch_size: int) -> Any: ...
 
     def act(self, state: Any, obs: Tensor, first: Tensor, *, deterministic: bool,
-            generator: torch.Generator | None = None) -> tuple[Any, Tensor]: ...
+            generator: torch.Generator | None = None, prev_reward: Tensor | None = None) -> tuple[Any, Tensor]: ...
 
 
 class ActorPolicy:
@@ -58,7 +61,7 @@ class ActorPolicy:
         return None
 
     @torch.no_grad()
-    def act(self, state, obs, first, *, deterministic, generator=None):
+    def act(self, state, obs, first, *, deterministic, generator=None, prev_reward=None):
         a = self.actor(obs)
         if not deterministic and self.noise_std > 0:
             a = (a + self.noise_std * torch.randn(a.shape, generator=generator, device=a.device)).clamp(-1, 1)
@@ -95,12 +98,16 @@ class UncertaintyThreshold:
 
     @classmethod
     def from_dataset(cls, model, obs: Tensor, act: Tensor, quantile: float = 1.0,
-                     generator: torch.Generator | None = None, batch: int = 10_000) -> "UncertaintyThreshold":
+                     generator: torch.Generator | None = None, batch: int = 10_000,
+                     held_members: bool = False) -> "UncertaintyThreshold":
         """The ``quantile`` (1.0: the maximum) of the uncertainty the model shows one
-        step from its own dataset's state-action pairs."""
+        step from its own dataset's state-action pairs, measured the way the rollouts
+        will run: with a member drawn per step, or (``held_members``) one held per row."""
         scores = []
         for i in range(0, len(obs), batch):
-            state = model.init_state(obs[i:i + batch], generator)
+            rows = obs[i:i + batch]
+            member = model.sample_members(len(rows), generator) if held_members else None
+            state = model.init_state(rows, generator, member=member)
             _, out = model.step(state, act[i:i + batch], generator=generator, deterministic=True)
             scores.append(out.uncertainty)
         return cls(torch.quantile(torch.cat(scores).float(), quantile).item())
@@ -169,11 +176,13 @@ def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, g
     if judge is not None:
         rec["judged"] = torch.zeros(T, B, **f32)
     alive = torch.ones(B, **flag)
+    prev_reward = torch.zeros(B, **f32)
     first = torch.ones(B, **flag)
     last_kept = torch.full((B,), -1, dtype=torch.long, device=dev)
     nonfinite = rule_cut = 0
     for t in range(T):
-        pstate, act = policy.act(pstate, obs, first, deterministic=deterministic, generator=generator)
+        pstate, act = policy.act(pstate, obs, first, deterministic=deterministic, generator=generator,
+                                 prev_reward=prev_reward)
         state, out = source.step(state, act, generator=generator, deterministic=not sample_model)
         finite = torch.isfinite(out.obs).all(1) & torch.isfinite(out.reward)
         over = truncate.exceeds(out.uncertainty) if truncate is not None else torch.zeros(B, **flag)
@@ -197,7 +206,7 @@ def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, g
             rec["truncated"][t] |= keep & out.time_limit & ~out.terminated
             ended = ended | out.time_limit
         alive = keep & ~ended
-        obs = next_obs
+        obs, prev_reward = next_obs, rec["rewards"][t]
         first = torch.zeros(B, **flag)
         if not alive.any():
             break
