@@ -9,6 +9,7 @@ from agents.iql import IQL, IQLConfig
 from agents.mobile import MOBILE, MOBILEConfig
 from agents.mbpo import MBPO
 from agents.mopo import MOPO, MOPOConfig
+from agents.neubay import NEUBAY, NEUBAYConfig
 from agents.ravl import RAVL, RAVLConfig
 from agents.sac import SACConfig
 from agents.td3bc import TD3BC, TD3BCConfig
@@ -16,7 +17,7 @@ from envs.config import build_config
 from envs.errors import ReverieError
 
 AGENTS = {"mopo": (MOPO, MOPOConfig), "mobile": (MOBILE, MOBILEConfig), "ravl": (RAVL, RAVLConfig),
-          "mbpo": (MBPO, SACConfig), "td3bc": (TD3BC, TD3BCConfig), "iql": (IQL, IQLConfig)}
+          "neubay": (NEUBAY, NEUBAYConfig), "mbpo": (MBPO, SACConfig), "td3bc": (TD3BC, TD3BCConfig), "iql": (IQL, IQLConfig)}
 
 
 def agent_class(name: str):
@@ -37,6 +38,9 @@ def build_agent(name: str, values: dict, obs_dim: int, act_dim: int, *, model=No
     cls, cfg = agent_class(name), agent_config(name, values)
     if cls.uses_model and model is None:
         raise ReverieError(f"agent '{name}' needs a world model")
+    if cls is NEUBAY:
+        return NEUBAY(obs_dim, act_dim, cfg, model=model,
+                      obs_stats=sampler.obs_stats() if sampler is not None else None, device=device)
     if cls is TD3BC:
         return TD3BC(obs_dim, act_dim, cfg, obs_stats=sampler.obs_stats() if sampler is not None else None,
                      device=device)

@@ -29,8 +29,8 @@ import torch
 from agents.data import TransitionSampler, mix
 from envs.atomic_io import atomic_path
 from envs.errors import ReverieError
-from envs.policies import evaluate_actor
-from envs.tasks import normalized_score
+from envs.simulator import SimulatorBatch
+from envs.tasks import get_task, normalized_score
 from worldmodels.rollout import ModelReplayBuffer, StartStates, UncertaintyThreshold, rollout
 
 CHECKPOINT_FORMAT = "reverie.train_checkpoint/1"
@@ -96,9 +96,31 @@ class LearnerPolicy:
         return state, self.learner.act(obs, deterministic=deterministic, generator=generator)
 
 
+def run_episodes(task: str, policy, episodes: int, seed: int, device: str | torch.device = "cpu") -> np.ndarray:
+    """Returns of ``episodes`` simulator episodes of a (possibly history-dependent) policy acting
+    deterministically, run side by side; deterministic for a seed."""
+    sim = SimulatorBatch(get_task(task), episodes)
+    obs = sim.reset(seed + np.arange(episodes))
+    state = policy.initial_state(episodes)
+    first = torch.ones(episodes, dtype=torch.bool, device=device)
+    prev_reward = torch.zeros(episodes, device=device)
+    returns, alive = np.zeros(episodes), np.ones(episodes, dtype=bool)
+    while alive.any():
+        state, act = policy.act(state, torch.from_numpy(obs).float().to(device), first, deterministic=True,
+                                prev_reward=prev_reward)
+        obs, rew, term, trunc = sim.step(act.cpu().numpy())   # finished rows keep stepping but stop counting
+        returns += rew * alive
+        alive &= ~(term | trunc)
+        first = torch.zeros_like(first)
+        prev_reward = torch.from_numpy(rew).float().to(device)
+    sim.close()
+    return returns
+
+
 def evaluate(learner, task: str, episodes: int, seed: int, device: str | torch.device = "cpu") -> dict[str, float]:
     """The learner's deterministic policy over ``episodes`` simulator episodes (CPU MuJoCo)."""
-    returns = evaluate_actor(task, lambda obs: learner.act(obs.float().to(device)).cpu(), episodes, seed)
+    policy = learner.policy() if hasattr(learner, "policy") else LearnerPolicy(learner)
+    returns = run_episodes(task, policy, episodes, seed, device)
     scores = normalized_score(task, returns)
     return {"return_mean": float(returns.mean()), "return_std": float(returns.std()),
             "normalized_score": float(np.mean(scores)), "normalized_std": float(np.std(scores))}
@@ -114,19 +136,24 @@ class Trainer:
         self.step = 0
         self.seconds = 0.0          # training wall-clock, summed over every session of this run
         self.evals: list[dict] = []
-        self.buffer = None
-        self.threshold = None
-        if learner.uses_model:
-            self.buffer = ModelReplayBuffer(ds.obs_dim, ds.act_dim, cfg.rollout_batch * cfg.rollout_length
-                                            * cfg.model_retain, self.device)
-            if cfg.truncate_quantile is not None:
-                idx = torch.randperm(len(ds), generator=torch.Generator().manual_seed(cfg.seed))[:10_000]
-                idx = idx.to(self.device)
-                self.threshold = UncertaintyThreshold.from_dataset(
-                    model, self.sampler.data["obs"][idx], self.sampler.data["actions"][idx], cfg.truncate_quantile,
-                    generator=torch.Generator(self.device).manual_seed(cfg.seed))
+        self.buffer = self.make_buffer() if learner.uses_model else None
+        self.threshold = (self.make_threshold(cfg.truncate_quantile)
+                          if learner.uses_model and cfg.truncate_quantile is not None else None)
 
     # ---------------------------------------------------------------- pieces
+    def make_buffer(self):
+        cfg = self.cfg
+        return ModelReplayBuffer(self.ds.obs_dim, self.ds.act_dim,
+                                 cfg.rollout_batch * cfg.rollout_length * cfg.model_retain, self.device)
+
+    def make_threshold(self, quantile: float, held_members: bool = False) -> UncertaintyThreshold:
+        """The uncertainty cut: a quantile of what the model shows on (up to 10,000 of) its own data."""
+        idx = torch.randperm(len(self.ds), generator=torch.Generator().manual_seed(self.cfg.seed))[:10_000]
+        idx = idx.to(self.device)
+        return UncertaintyThreshold.from_dataset(
+            self.model, self.sampler.data["obs"][idx], self.sampler.data["actions"][idx], quantile,
+            generator=torch.Generator(self.device).manual_seed(self.cfg.seed), held_members=held_members)
+
     def imagine(self) -> dict[str, float]:
         cfg = self.cfg
         start = torch.randint(0, self.sampler.size, (cfg.rollout_batch,), generator=self.generator,
@@ -158,9 +185,7 @@ class Trainer:
     def save(self, path: Path) -> None:
         blob = {"format": CHECKPOINT_FORMAT, "step": self.step, "seconds": self.seconds, "learner": self.learner.state_dict(),
                 "generator": self.generator.get_state(), "evals": self.evals,
-                "buffer": None if self.buffer is None else
-                {"data": {k: v[:self.buffer.size] for k, v in self.buffer.data.items()},
-                 "ptr": self.buffer.ptr, "size": self.buffer.size}}
+                "buffer": None if self.buffer is None else self.buffer.state_dict()}
         with atomic_path(path, suffix=".pt") as tmp:
             torch.save(blob, tmp)
 
@@ -180,10 +205,7 @@ class Trainer:
         self.seconds = float(blob.get("seconds", 0.0))
         self.generator.set_state(blob["generator"].cpu())
         if self.buffer is not None and blob["buffer"] is not None:
-            size = blob["buffer"]["size"]
-            for k, v in self.buffer.data.items():
-                v[:size] = blob["buffer"]["data"][k]
-            self.buffer.ptr, self.buffer.size = blob["buffer"]["ptr"], size
+            self.buffer.load_state_dict(blob["buffer"])
 
     # ------------------------------------------------------------------ loop
     def run(self, checkpoint: Path | None = None, progress: bool = False,

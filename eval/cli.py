@@ -198,6 +198,19 @@ def run_fit(cfg: DictConfig, ctx: RunContext) -> None:
     ctx.log({k: v for k, v in metrics.items()})
 
 
+LOOP_KEYS = ("rollout_length", "real_ratio", "rollout_batch", "rollout_every", "truncate_quantile")
+
+
+def agent_world_model(cfg: DictConfig, overrides: list[str]) -> dict:
+    """The world model's values: its config group, then the agent's own needs (NEUBAY's larger
+    LayerNorm ensemble), then what the command line says."""
+    values = OmegaConf.to_container(cfg.world_model, resolve=True)
+    wanted = OmegaConf.to_container(cfg.agent, resolve=True).get("world_model") or {}
+    explicit = {o.split("=", 1)[0].lstrip("+~").removeprefix("world_model.") for o in overrides
+                if o.lstrip("+~").startswith("world_model.")}
+    return {**values, **{k: v for k, v in wanted.items() if k not in explicit}}
+
+
 def train_configs(cfg: DictConfig, overrides: list[str], dataset_key: str | None):
     """The learner's config and the loop's config, with the agent's per-dataset defaults applied
     unless the command line set the same key."""
@@ -209,11 +222,15 @@ def train_configs(cfg: DictConfig, overrides: list[str], dataset_key: str | None
     name = agent.pop("name")
     agent_class(name)
     tuned = agent.pop("tuned", None) or {}
+    agent.pop("world_model", None)
     explicit = {o.split("=", 1)[0].lstrip("+~").removeprefix("agent.") for o in overrides if o.startswith(
         ("agent.", "+agent.", "~agent."))}
     applied = {k: v for k, v in (tuned.get(dataset_key) or {}).items() if k not in explicit}
     agent.update(applied)
-    loop = {k: agent.pop(k) for k in ("rollout_length", "real_ratio") if k in agent}
+    loop = {k: agent.pop(k) for k in LOOP_KEYS if k in agent}
+    explicit_train = {o.split("=", 1)[0].lstrip("+~").removeprefix("train.") for o in overrides
+                      if o.lstrip("+~").startswith("train.")}
+    loop = {k: v for k, v in loop.items() if k not in explicit_train}   # train.KEY=VALUE beats the agent's
     train = {**OmegaConf.to_container(cfg.train, resolve=True), **loop, "seed": cfg.seed, "device": cfg.device}
     return name, agent_config(name, agent), agent, build_config(TrainConfig, train, "train"), applied
 
@@ -235,7 +252,7 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
         return
     dataset_key = _dataset_key(str(cfg.dataset))
     name, _, agent_values, tcfg, applied = train_configs(cfg, ctx.overrides, dataset_key)
-    wm_values = OmegaConf.to_container(cfg.world_model, resolve=True)
+    wm_values = agent_world_model(cfg, ctx.overrides)
     world_model_config(wm_values)
     ds = load_source(cfg.dataset, size=cfg.size, seed=cfg.dataset_seed, progress=sys.stderr.isatty())
     if ds.task is None and task_from_name(ds.name) is None:
@@ -281,7 +298,7 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
             print(f"step {step:,}: normalized score {metrics['eval/normalized_score']:.1f} "
                   f"({tcfg.eval_episodes} episodes)", flush=True)
 
-    trainer = Trainer(learner, ds, tcfg, model=model, log=log)
+    trainer = getattr(learner, "trainer_class", Trainer)(learner, ds, tcfg, model=model, log=log)
     checkpoint = run_dir / "checkpoint.pt"
     if checkpoint.is_file():
         print(f"resuming {checkpoint}")

@@ -57,6 +57,10 @@ def make(name: str, ds: OfflineDataset, model, **values):
                        model=model if AGENTS[name][0].uses_model else None, sampler=TransitionSampler(ds), ds=ds)
 
 
+def trainer_for(learner, ds, cfg, model):
+    return getattr(learner, "trainer_class", Trainer)(learner, ds, cfg, model=model)
+
+
 LOOP = TrainConfig(steps=60, batch_size=64, rollout_length=2, rollout_batch=100, rollout_every=20, model_retain=2,
                    eval_every=10**6, checkpoint_every=10**6)
 
@@ -70,7 +74,7 @@ def data():
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_update_metrics_and_actions_keep_the_contract(name, data):
     ds, model = data
-    trainer = Trainer(make(name, ds, model), ds, LOOP, model=model)
+    trainer = trainer_for(make(name, ds, model), ds, LOOP, model)
     summary = trainer.run(stop_after=25)
     assert trainer.step == 25
     metrics = {k: v for k, v in summary.items() if k.startswith("last/")}
@@ -84,23 +88,24 @@ def test_update_metrics_and_actions_keep_the_contract(name, data):
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_stopped_and_resumed_training_is_bit_identical(name, data, tmp_path):
     ds, model = data
-    straight = Trainer(make(name, ds, model), ds, LOOP, model=model)
+    straight = trainer_for(make(name, ds, model), ds, LOOP, model)
     straight.run()
-    first = Trainer(make(name, ds, model), ds, LOOP, model=model)
+    first = trainer_for(make(name, ds, model), ds, LOOP, model)
     first.run(tmp_path / "ckpt.pt", stop_after=33)       # stops between rollout rounds and mid-buffer
     first.save(tmp_path / "ckpt.pt")
-    resumed = Trainer(make(name, ds, model), ds, LOOP, model=model)
+    resumed = trainer_for(make(name, ds, model), ds, LOOP, model)
     resumed.run(tmp_path / "ckpt.pt")
     assert resumed.step == straight.step == LOOP.steps
     a, b = straight.learner.state_dict(), resumed.learner.state_dict()
-    for key in ("actor", "critic"):
+    for key in ("actor", "critic", *(["actor_encoder"] if name == "neubay" else [])):
         for k, v in a[key].items():
             assert torch.equal(v, b[key][k]), f"{name}: {key}.{k} differs after resume"
 
 
 # The bandit's Q values are about 1, where the papers' are in the hundreds: EDAC's diversity
 # term (RAVL's eta) and TD3+BC's Q normalisation act at that scale, so both are rescaled.
-BANDIT_SETTINGS = {"ravl": {"eta": 0.1}, "td3bc": {"alpha": 10.0}}
+BANDIT_SETTINGS = {"ravl": {"eta": 0.1}, "td3bc": {"alpha": 10.0},
+                   "neubay": {"window": 1, "burn_in": 0, "warmup": 0}}   # one-step episodes
 
 
 @pytest.mark.slow
@@ -113,7 +118,7 @@ def test_each_learner_learns_the_bandit(name):
     learner = make(name, ds, model, **values)
     cfg = TrainConfig(steps=3000, batch_size=128, rollout_length=1, rollout_batch=1000, rollout_every=250,
                       model_retain=4, real_ratio=0.5, eval_every=10**6, checkpoint_every=10**6)
-    Trainer(learner, ds, cfg, model=model).run()
+    trainer_for(learner, ds, cfg, model).run()
     obs = np.random.default_rng(1).standard_normal((2000, 3)).astype(np.float32)
     act = learner.act(torch.from_numpy(obs)).numpy()
     regret = ((act - best_action(obs)) ** 2).sum(1).mean()

@@ -236,6 +236,14 @@ class ModelReplayBuffer:
         self.ptr = (self.ptr + n) % self.capacity
         self.size = min(self.size + n, self.capacity)
 
+    def state_dict(self) -> dict:
+        return {"data": {k: v[:self.size] for k, v in self.data.items()}, "ptr": self.ptr, "size": self.size}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.size, self.ptr = int(state["size"]), int(state["ptr"])
+        for k, v in self.data.items():
+            v[:self.size] = state["data"][k]
+
     def sample(self, batch: int, generator: torch.Generator) -> dict[str, Tensor]:
         if self.size == 0:
             raise ValueError("ModelReplayBuffer.sample: the buffer is empty")
