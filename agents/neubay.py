@@ -121,52 +121,51 @@ class NEUBAY:
         return torch.cat([first[None], rest], dim=0)
 
     def q(self, critic: nn.Module, h: Tensor, obs: Tensor, act: Tensor) -> Tensor:
-        """Every head's Q for ``[T, n]`` steps, in one batched operation: ``[N, T, n]``."""
-        x = torch.cat([h, self.norm(obs), act], dim=-1)
-        return critic(x.flatten(0, 1)).view(-1, *x.shape[:2])
+        """Every head's Q for ``[M]`` steps, in one batched operation: ``[N, M]``."""
+        return critic(torch.cat([h, self.norm(obs), act], dim=-1)).squeeze(-1)
 
     # ------------------------------------------------------------------ update
     def update(self, w: dict[str, Tensor], generator: torch.Generator | None = None) -> dict[str, float]:
+        """One update on windows: the GRUs read every window whole; the heads and losses see only
+        the trained steps (burn-in and padding cost a GRU step, nothing more)."""
         cfg = self.cfg
         x = self.inputs(w)
-        mask = w["train"].float()
-        count = mask.sum().clamp_min(1.0)
-        obs, act, rew, next_obs = w["obs"], w["actions"], w["rewards"], w["next_obs"]
-        dones = w["terminated"].float()
+        trained = w["train"].flatten()
+
+        def steps(t: Tensor) -> Tensor:            # [T, n, ...] -> [M, ...]: the trained steps only
+            return t.flatten(0, 1)[trained]
+
+        obs, act, rew, next_obs = steps(w["obs"]), steps(w["actions"]), steps(w["rewards"]), steps(w["next_obs"])
+        dones = steps(w["terminated"]).float()
 
         # critics: REDQ target from a random subset of the target heads
         with torch.no_grad():
-            h_actor, _ = self.actor_encoder(x)
-            h_target, _ = self.critic_encoder_target(x)
-            next_act, next_logp = self.actor(torch.cat([h_actor[1:], self.norm(next_obs)], -1).flatten(0, 1),
-                                             generator=generator)
-            next_act, next_logp = next_act.view_as(act), next_logp.view_as(rew)
-            q_next = self.q(self.critic_target, h_target[1:], next_obs, next_act)
+            h_actor_next = steps(self.actor_encoder(x)[0][1:])
+            h_target_next = steps(self.critic_encoder_target(x)[0][1:])
+            next_act, next_logp = self.actor(torch.cat([h_actor_next, self.norm(next_obs)], -1), generator=generator)
+            q_next = self.q(self.critic_target, h_target_next, next_obs, next_act)
             subset = torch.randperm(cfg.critics, generator=generator, device=q_next.device)[:cfg.target_subset]
-            v_next = q_next[subset].min(dim=0).values - self.alpha * next_logp
-            target = rew + cfg.gamma * (1.0 - dones) * v_next
-        h_critic, _ = self.critic_encoder(x)
-        q = self.q(self.critic, h_critic[:-1], obs, act)
-        critic_loss = ((q - target).pow(2) * mask).sum() / count / cfg.critics
+            target = rew + cfg.gamma * (1.0 - dones) * (q_next[subset].min(dim=0).values - self.alpha * next_logp)
+        h_critic = steps(self.critic_encoder(x)[0][:-1])
+        q = self.q(self.critic, h_critic, obs, act)
+        critic_loss = (q - target).pow(2).mean()
         self.critic_opt.zero_grad(set_to_none=True)
         critic_loss.backward()
         self.critic_opt.step()
 
         # actor: the mean over all heads, on the critic's (fixed) reading of the history
-        h_actor, _ = self.actor_encoder(x)
-        feats = torch.cat([h_actor[:-1], self.norm(obs)], -1).flatten(0, 1)
-        new_act, logp = self.actor(feats, generator=generator)
-        new_act, logp = new_act.view_as(act), logp.view_as(rew)
+        h_actor = steps(self.actor_encoder(x)[0][:-1])
+        new_act, logp = self.actor(torch.cat([h_actor, self.norm(obs)], -1), generator=generator)
         self.critic.requires_grad_(False)
-        q_new = self.q(self.critic, h_critic[:-1].detach(), obs, new_act).mean(dim=0)
+        q_new = self.q(self.critic, h_critic.detach(), obs, new_act).mean(dim=0)
         self.critic.requires_grad_(True)
-        actor_loss = ((self.alpha * logp - q_new) * mask).sum() / count
+        actor_loss = (self.alpha * logp - q_new).mean()
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()
         self.actor_opt.step()
 
         if cfg.auto_alpha:
-            alpha_loss = -(self.log_alpha * ((logp.detach() + self.target_entropy) * mask).sum() / count)
+            alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
             self.alpha_opt.zero_grad(set_to_none=True)
             alpha_loss.backward()
             self.alpha_opt.step()
@@ -176,9 +175,8 @@ class NEUBAY:
                                     (self.critic_encoder, self.critic_encoder_target)):
                 for p, tp in zip(net.parameters(), target_net.parameters()):
                     tp.lerp_(p, cfg.tau)
-        return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(),
-                "q_mean": ((q.mean(0) * mask).sum() / count).item(), "alpha": self.alpha.item(),
-                "entropy": -((logp * mask).sum() / count).item()}
+        return {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "q_mean": q.mean().item(),
+                "alpha": self.alpha.item(), "entropy": -logp.mean().item(), "trained_steps": float(len(obs))}
 
     # ----------------------------------------------------------------- acting
     def policy(self, warm: dict | None = None) -> "HistoryPolicy":
