@@ -150,3 +150,23 @@ def test_model_replay_buffer_is_fifo():
     assert buf.size == 5 and sorted(buf.data["rewards"].tolist()) == [1, 2, 3, 4, 5]   # 0 was evicted
     sample = buf.sample(100, torch.Generator().manual_seed(0))
     assert sample["obs"].shape == (100, 2) and set(sample["rewards"].tolist()) <= {1, 2, 3, 4, 5}
+
+
+def test_horizon_stability_report_compares_model_and_simulator(hopper_data, tmp_path):
+    from eval.horizon_stability import horizon_rows, write_report
+
+    obs, act = torch.from_numpy(hopper_data.observations), torch.from_numpy(hopper_data.actions)
+    torch.manual_seed(0)
+    model = GaussianEnsemble(11, 3, EnsembleConfig(members=4, elites=3, hidden=(32, 32), layer_norm=True,
+                                                   weight_decay=(0, 0, 0), max_epochs=5), task="hopper")
+    model.fit(obs, act, torch.from_numpy(hopper_data.next_observations), torch.from_numpy(hopper_data.rewards),
+              torch.Generator().manual_seed(0))
+    rows = horizon_rows(model, hopper_data, TanhActor(11, 3, (32, 32)), horizons=(5, 40), rows=16)
+    assert [r["horizon"] for r in rows] == [5, 40]
+    for r in rows:
+        assert r["nonfinite_rows"] == 0 and 0.0 <= r["cut_share"] <= 1.0
+        assert 0 < r["imagined_length_mean"] <= r["horizon"] and 0 < r["simulator_length_mean"] <= r["horizon"]
+    assert rows[1]["simulator_return_mean"] >= rows[0]["simulator_return_mean"] - 1e-6   # longer runs collect more
+    write_report(rows, tmp_path, "header")
+    assert "| 40 |" in (tmp_path / "horizon_stability.md").read_text()
+    assert (tmp_path / "horizon_stability.csv").read_text().startswith("horizon,rows,")
