@@ -332,7 +332,7 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
     if int(cfg.jobs) < 1:
         raise ReverieError(f"option 'jobs': expected a positive integer, got {cfg.jobs}")
     out = Path(cfg.out)
-    command = "reverie bench " + " ".join(ctx.overrides)
+    command = " ".join(["reverie bench", *(o for o in ctx.overrides if not o.startswith("collect_only="))])
     code = 0
     if not cfg.collect_only:
         cells = len(cfg.agents) * len(cfg.datasets) * len(cfg.seeds)
