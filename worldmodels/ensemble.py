@@ -90,7 +90,10 @@ class Normalizer(nn.Module):
 
 
 class GaussianEnsemble(nn.Module):
-    def __init__(self, obs_dim: int, act_dim: int, cfg: EnsembleConfig | None = None, task: str | None = None):
+    def __init__(self, obs_dim: int, act_dim: int, cfg: EnsembleConfig | None = None, task: str | None = None,
+                 terminated=None):
+        """``terminated`` (a batched ``obs -> bool`` function) overrides the task's; without
+        either, imagined episodes end only where a rollout cuts them."""
         super().__init__()
         self.cfg = (cfg or EnsembleConfig()).validate()
         E = self.cfg.members
@@ -107,7 +110,7 @@ class GaussianEnsemble(nn.Module):
         self.target_norm = Normalizer(self.out_dim)
         self.register_buffer("elites", torch.arange(self.cfg.elites))
         self.register_buffer("holdout_mse", torch.full((E,), float("nan")))
-        self._terminated = get_task(task).terminated if task else None
+        self._terminated = terminated or (get_task(task).terminated if task else None)
         self.chunk_rows: int | None = self.default_chunk_rows()
 
     # ------------------------------------------------------------------ network
