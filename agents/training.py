@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from agents.data import TransitionSampler, mix
-from envs.atomic_io import atomic_path
+from envs.atomic_io import atomic_path, write_json
 from envs.errors import ReverieError
 from envs.simulator import SimulatorBatch
 from envs.tasks import get_task, normalized_score
@@ -188,6 +188,8 @@ class Trainer:
                 "buffer": None if self.buffer is None else self.buffer.state_dict()}
         with atomic_path(path, suffix=".pt") as tmp:
             torch.save(blob, tmp)
+        write_json(path.with_name("progress.json"), {"step": self.step, "steps": self.cfg.steps,
+                                                     "seconds": self.seconds})
 
     def load(self, path: Path) -> None:
         try:

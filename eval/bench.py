@@ -116,7 +116,9 @@ def collect(out: Path, size: int | None, budget: int, command: str) -> tuple[Pat
     agents = sorted({r["agent"] for r in rows}, key=lambda a: order.index(a) if a in order else len(order))
     behaviour = behaviour_scores({r["dataset"]: r.get("source") or r["dataset"] for r in rows}, size)
     if not rows:
-        write_text(out / "results.md", "# Benchmark\n\nNo finished cells yet.\n")
+        write_text(out / "results.md", "\n".join(["# Benchmark", "", "No finished cells yet.", "",
+                                                  "## Cells started but unfinished", ""] + (started(out) or ["none"]))
+                   + "\n")
         return out / "results.csv", out / "results.md", 0
     lines = [f"# Benchmark: normalized score (D4RL reference), mean ± std over seeds", "",
              f"Budget: {budget:,} gradient updates per cell; built-in datasets of "
@@ -135,8 +137,27 @@ def collect(out: Path, size: int | None, budget: int, command: str) -> tuple[Pat
         rs = [r for r in rows if r["agent"] == a]
         lines.append(f"| {a} | {len(rs)} | {np.mean([r['train_seconds'] for r in rs]) / 60:.1f} | "
                      f"{np.mean([r['updates_per_second'] for r in rs]):.1f} |")
+    lines += ["", "## Cells started but unfinished", ""] + (started(out) or ["none"])
     write_text(out / "results.md", "\n".join(lines) + "\n")
     return out / "results.csv", out / "results.md", len(rows)
+
+
+def started(out: Path) -> list[str]:
+    """One line per cell that has begun but not finished, with how far its checkpoint got."""
+    lines = []
+    for cell in sorted(out.glob("cells/*/*/seed*")):
+        if (cell / "result.json").is_file() or not cell.parts[-1].removeprefix("seed").isdigit():
+            continue
+        step = None
+        if (cell / "progress.json").is_file():
+            step = json.loads((cell / "progress.json").read_text())["step"]
+        elif (cell / "checkpoint.pt").is_file():
+            import torch
+            step = torch.load(cell / "checkpoint.pt", map_location="cpu", weights_only=False)["step"]
+        agent, dataset, seed = cell.parts[-3], cell.parts[-2], cell.parts[-1].removeprefix("seed")
+        lines.append(f"- {agent} on {dataset}, seed {seed}: " + (f"checkpoint at {step:,} updates" if step else
+                                                                   "started, no checkpoint yet"))
+    return lines
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ def test_bench_runs_cells_writes_tables_and_skips_finished_cells(capsys, tmp_pat
     assert all(r["steps"] == "30" and r["dataset"] == "hopper-tiny" for r in rows)
     table = (tmp_path / "grid" / "results.md").read_text()
     assert "| hopper-tiny |" in table and "(2)" in table and "Budget: 30 gradient updates" in table
+    assert table.rstrip().endswith("## Cells started but unfinished\n\nnone")
     # every cell is finished: a second run trains nothing and rebuilds the same rows
     stamp = (tmp_path / "grid" / "cells" / "mopo" / "hopper-tiny" / "seed0" / "result.json").stat().st_mtime
     assert main(argv) == 0

@@ -52,7 +52,7 @@ def test_train_writes_result_checkpoint_and_tensorboard(capsys, tmp_path, hopper
     assert result["agent"] == "mopo" and result["steps"] == 120 and result["eval_episodes"] == 2
     assert result["dataset"] == "hopper-tiny" and "normalized_score" in result
     assert "reverie train agent=mopo" in result["command"]
-    for name in ("world_model.pt", "checkpoint.pt", "learner.pt", "config.yaml"):
+    for name in ("world_model.pt", "checkpoint.pt", "progress.json", "learner.pt", "config.yaml"):
         assert (tmp_path / "run" / name).is_file()
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     tags = EventAccumulator(str(tmp_path / "run" / "tb")).Reload().Tags()["scalars"]
