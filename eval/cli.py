@@ -399,7 +399,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
             usage="reverie dataset train-behavior task=hopper [total_steps=N] [budget_minutes=M] [publish=true]"),
     Command("fit", "fit a world model (world_model=ensemble) to a dataset; report holdout error per member",
             "fit", run_fit, writes_run=True, usage="reverie fit world_model=ensemble dataset=hopper-medium-replay"),
-    Command("train", "train a learner (agent=mopo|mobile|ravl|mbpo|td3bc|iql) on a dataset and its world model",
+    Command("train", "train a learner (agent=mopo|mobile|ravl|neubay|mbpo|td3bc|iql) on a dataset and its world model",
             "train", run_train, writes_run=True, resumable=True,
             usage="reverie train agent=mopo dataset=hopper-medium-replay [train.steps=N] [seed=S] [run_dir=DIR]"),
     Command("bench", "run agents x datasets x seeds as a resumable Hydra multirun; write results.csv and .md",
