@@ -186,10 +186,14 @@ def run_fit(cfg: DictConfig, ctx: RunContext) -> None:
 
     def on_epoch(epoch: int, mse) -> None:
         ctx.log({"fit/holdout_mse_mean": mse.mean().item()}, epoch)
+        if epoch % 5 == 0:
+            print(f"epoch {epoch}: mean holdout MSE {mse.mean().item():.4f}", flush=True)
 
-    model, metrics = fit_world_model(ds, values, cfg.seed, progress=on_epoch)
+    partial = ctx.run_dir / "fit-checkpoint.pt"      # the same command and run_dir resume a fit cut short
+    model, metrics = fit_world_model(ds, values, cfg.seed, progress=on_epoch, checkpoint=partial)
     path = ctx.run_dir / "world_model.pt"
     model.save(path)
+    partial.unlink(missing_ok=True)
     elites = set(model.elites.tolist())
     print(f"stopped after {int(metrics['epochs'])} epochs; holdout MSE (normalised targets) per member:")
     for e in range(wcfg.members):
@@ -278,8 +282,10 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
                 model, metrics, reused = cached_world_model(ds, wm_values, cfg.seed, cache_dir() / "world_models",
                                                             device=tcfg.device)
             else:
-                (model, metrics), reused = fit_world_model(ds, wm_values, cfg.seed, device=tcfg.device), False
+                (model, metrics), reused = fit_world_model(ds, wm_values, cfg.seed, device=tcfg.device,
+                                                           checkpoint=run_dir / "world_model.fit-checkpoint.pt"), False
             model.save(saved)
+            (run_dir / "world_model.fit-checkpoint.pt").unlink(missing_ok=True)
             print(f"world model: {'reused from the cache' if reused else 'fitted'} in "
                   f"{time.perf_counter() - t0:.0f} s; holdout MSE of the elites {metrics['holdout_mse_elites']:.4f}")
             ctx.log({"model/holdout_mse_elites": metrics["holdout_mse_elites"],
@@ -398,7 +404,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
             "dataset_train_behavior", run_dataset_train_behavior, writes_run=True,
             usage="reverie dataset train-behavior task=hopper [total_steps=N] [budget_minutes=M] [publish=true]"),
     Command("fit", "fit a world model (world_model=ensemble) to a dataset; report holdout error per member",
-            "fit", run_fit, writes_run=True, usage="reverie fit world_model=ensemble dataset=hopper-medium-replay"),
+            "fit", run_fit, writes_run=True, resumable=True, usage="reverie fit world_model=ensemble dataset=hopper-medium-replay"),
     Command("train", "train a learner (agent=mopo|mobile|ravl|neubay|mbpo|td3bc|iql) on a dataset and its world model",
             "train", run_train, writes_run=True, resumable=True,
             usage="reverie train agent=mopo dataset=hopper-medium-replay [train.steps=N] [seed=S] [run_dir=DIR]"),

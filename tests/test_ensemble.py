@@ -127,3 +127,37 @@ def test_mopo_penalty_from_the_rollout_equals_a_fresh_prediction(hopper_tensors)
         mopo.penalize(fresh)
         torch.testing.assert_close(judged["rewards"], fresh["rewards"], rtol=1e-4, atol=1e-4)
         assert (judged["rewards"] < raw).all()      # every imagined reward is lowered
+
+
+def test_an_interrupted_fit_resumes_to_the_same_weights(hopper_tensors, tmp_path):
+    cfg = EnsembleConfig(**{**SMALL, "max_epochs": 6, "patience": 100})
+
+    def fresh():
+        torch.manual_seed(0)
+        return GaussianEnsemble(11, 3, cfg, task="hopper")
+
+    straight = fresh()
+    straight.fit(*hopper_tensors, torch.Generator().manual_seed(0))
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_three(epoch, mse):
+        if epoch == 3:
+            raise Stop
+
+    ckpt = tmp_path / "fit.pt"
+    with pytest.raises(Stop):
+        fresh().fit(*hopper_tensors, torch.Generator().manual_seed(0), progress=stop_after_three, checkpoint=ckpt)
+    epochs = []
+    resumed = fresh()
+    resumed.fit(*hopper_tensors, torch.Generator().manual_seed(0), checkpoint=ckpt,
+                progress=lambda e, m: epochs.append(e))
+    assert epochs == [4, 5, 6]                      # epochs 1-3 were not trained again
+    for k, v in straight.state_dict().items():
+        assert torch.equal(v, resumed.state_dict()[k]), k
+    # a checkpoint of another fit (another seed) is not resumed: that fit starts from epoch 1
+    epochs.clear()
+    fresh().fit(*hopper_tensors, torch.Generator().manual_seed(1), checkpoint=ckpt,
+                progress=lambda e, m: epochs.append(e))
+    assert epochs[0] == 1

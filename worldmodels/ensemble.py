@@ -231,10 +231,15 @@ class GaussianEnsemble(nn.Module):
 
     # --------------------------------------------------------------------- fit
     def fit(self, obs: Tensor, act: Tensor, next_obs: Tensor, reward: Tensor, generator: torch.Generator,
-            progress=None) -> dict[str, float]:
+            progress=None, checkpoint: str | Path | None = None) -> dict[str, float]:
         """Train every member on its own bootstrap of the training split; early-stop on
-        the holdout split; keep each member's best weights; choose the elites."""
+        the holdout split; keep each member's best weights; choose the elites.
+
+        With ``checkpoint``, the fit's whole state is written there after every epoch
+        (atomically) and a fit that finds one resumes from it: a fit killed at any point
+        and run again ends with the same weights as one that never stopped."""
         cfg = self.cfg
+        start_state = generator.get_state()
         dev = self.max_logvar.device          # fit where the model lives; indices are drawn on the CPU
         obs, act, next_obs, reward = (t.to(dev) for t in (obs, act, next_obs, reward))
         n = obs.shape[0]
@@ -268,8 +273,19 @@ class GaussianEnsemble(nn.Module):
         # log-variance bounds and normalisers are taken as they end.
         member_keys = [k for k in self.state_dict() if k.startswith(("layers.", "norms.", "head."))]
         best_state = {k: v.clone() for k, v in self.state_dict().items() if k in member_keys}
-        stale, epoch = 0, 0
-        for epoch in range(1, cfg.max_epochs + 1):
+        stale, first, last = 0, 1, cfg.max_epochs
+        if checkpoint is not None and Path(checkpoint).is_file():
+            blob = torch.load(checkpoint, map_location=dev, weights_only=False)
+            if (blob["n"] == n and blob["config"] == asdict(cfg)
+                    and torch.equal(blob["generator_start"], start_state)):   # the same fit: continue it
+                self.load_state_dict(blob["model"])
+                opt.load_state_dict(blob["optimizer"])
+                best, best_state, stale = blob["best"], blob["best_state"], blob["stale"]
+                generator.set_state(blob["generator"])
+                first = blob["epoch"] + 1
+                last = blob["epoch"] if stale >= cfg.patience else last     # it had stopped early
+        epoch = first - 1
+        for epoch in range(first, last + 1):
             order = torch.argsort(torch.rand(E, n_tr, generator=generator), dim=1).to(dev)
             shuffled = torch.gather(boot, 1, order)
             for b in range(0, n_tr, cfg.batch_size):
@@ -290,6 +306,12 @@ class GaussianEnsemble(nn.Module):
                 stale = 0
             else:
                 stale += 1
+            if checkpoint is not None:
+                blob = {"n": n, "config": asdict(cfg), "generator_start": start_state,
+                        "model": self.state_dict(), "optimizer": opt.state_dict(), "best": best,
+                        "best_state": best_state, "stale": stale, "epoch": epoch, "generator": generator.get_state()}
+                with atomic_path(checkpoint, suffix=".pt") as tmp:
+                    torch.save(blob, tmp)
             if progress is not None:
                 progress(epoch, mse)
             if stale >= cfg.patience:

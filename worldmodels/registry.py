@@ -35,14 +35,15 @@ def dataset_fingerprint(ds) -> str:
     return h.hexdigest()
 
 
-def fit_world_model(ds, values: dict, seed: int, progress=None, device: str | torch.device = "cpu"
-                    ) -> tuple[GaussianEnsemble, dict]:
+def fit_world_model(ds, values: dict, seed: int, progress=None, device: str | torch.device = "cpu",
+                    checkpoint: Path | None = None) -> tuple[GaussianEnsemble, dict]:
+    """Fit from scratch, or resume the same fit from ``checkpoint`` (removed once the fit ends)."""
     cfg = world_model_config(values)
     torch.manual_seed(seed)
     model = WORLD_MODELS[values["name"]][0](ds.obs_dim, ds.act_dim, cfg, task=ds.task).to(device)
     t = torch.from_numpy
     metrics = model.fit(t(ds.observations), t(ds.actions), t(ds.next_observations), t(ds.rewards),
-                        torch.Generator().manual_seed(seed), progress=progress)
+                        torch.Generator().manual_seed(seed), progress=progress, checkpoint=checkpoint)
     return model, metrics
 
 
@@ -70,8 +71,10 @@ def cached_world_model(ds, values: dict, seed: int, cache_root: Path, progress=N
             model = GaussianEnsemble.load(path).to(device)
             return model, {"holdout_mse_mean": model.holdout_mse.mean().item(),
                            "holdout_mse_elites": model.holdout_mse[model.elites].mean().item()}, True
-        model, metrics = fit_world_model(ds, values, seed, progress, device)
+        partial = path.with_name(path.stem + ".fit-checkpoint.pt")   # a fit cut short resumes from here
+        model, metrics = fit_world_model(ds, values, seed, progress, device, checkpoint=partial)
         model.save(path)
+        partial.unlink(missing_ok=True)
         return model, metrics, False
 
 
