@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from agents.sac import SAC, SACConfig
@@ -55,25 +54,12 @@ class MOBILE(SAC):
         return q.std(dim=0)
 
     def update(self, batch: dict[str, Tensor], generator: torch.Generator | None = None) -> dict[str, float]:
-        obs, act, rew = batch["obs"], batch["actions"], batch["rewards"]
-        next_obs, dones, fake = batch["next_obs"], batch["terminated"].float(), batch["from_model"]
-
-        # critics: the target of imagined rows is lowered by the Bellman inconsistency
+        """SAC's update on rewards lowered, for imagined rows, by the Bellman inconsistency: the
+        critic target becomes r - beta * penalty + gamma * (1 - d) * V(s')."""
+        fake = batch["from_model"]
         with torch.no_grad():
-            penalty = torch.zeros_like(rew)
-            penalty[fake] = self.bellman_inconsistency(obs[fake], act[fake], generator)
-            next_act, next_logp = self.actor(next_obs, generator=generator)
-            q_next = self.critic_target(next_obs, next_act).min(dim=0).values - self.alpha * next_logp
-            target = rew - self.cfg.penalty_coef * penalty + self.cfg.gamma * (1.0 - dones) * q_next
-        q = self.critic(obs, act)
-        critic_loss = F.mse_loss(q, target.expand_as(q))
-        self.critic_opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
-        self.critic_opt.step()
-
-        # actor and temperature: as SAC (agents/sac.py)
-        actor = self.actor_step(obs, generator)
-
-        self.soft_update()
-        return {"critic_loss": critic_loss.item(), "q_mean": q.mean().item(), **actor,
-                "penalty_mean": penalty[fake].mean().item() if fake.any() else 0.0}
+            penalty = torch.zeros_like(batch["rewards"])
+            penalty[fake] = self.bellman_inconsistency(batch["obs"][fake], batch["actions"][fake], generator)
+        metrics = super().update({**batch, "rewards": batch["rewards"] - self.cfg.penalty_coef * penalty},
+                                 generator)
+        return {**metrics, "penalty_mean": penalty[fake].mean().item() if fake.any() else 0.0}
