@@ -202,6 +202,12 @@ def run_fit(cfg: DictConfig, ctx: RunContext) -> None:
     ctx.log({k: v for k, v in metrics.items()})
 
 
+def _explicit_keys(overrides: list[str], group: str) -> set[str]:
+    """The keys of ``group`` that the command line set (``group.KEY=...``, with or without + or ~)."""
+    keys = (o.split("=", 1)[0].lstrip("+~") for o in overrides)
+    return {k.removeprefix(group + ".") for k in keys if k.startswith(group + ".")}
+
+
 LOOP_KEYS = ("rollout_length", "real_ratio", "rollout_batch", "rollout_every", "truncate_quantile")
 
 
@@ -210,8 +216,7 @@ def agent_world_model(cfg: DictConfig, overrides: list[str]) -> dict:
     LayerNorm ensemble), then what the command line says."""
     values = OmegaConf.to_container(cfg.world_model, resolve=True)
     wanted = OmegaConf.to_container(cfg.agent, resolve=True).get("world_model") or {}
-    explicit = {o.split("=", 1)[0].lstrip("+~").removeprefix("world_model.") for o in overrides
-                if o.lstrip("+~").startswith("world_model.")}
+    explicit = _explicit_keys(overrides, "world_model")
     return {**values, **{k: v for k, v in wanted.items() if k not in explicit}}
 
 
@@ -227,13 +232,11 @@ def train_configs(cfg: DictConfig, overrides: list[str], dataset_key: str | None
     agent_class(name)
     tuned = agent.pop("tuned", None) or {}
     agent.pop("world_model", None)
-    explicit = {o.split("=", 1)[0].lstrip("+~").removeprefix("agent.") for o in overrides if o.startswith(
-        ("agent.", "+agent.", "~agent."))}
+    explicit = _explicit_keys(overrides, "agent")
     applied = {k: v for k, v in (tuned.get(dataset_key) or {}).items() if k not in explicit}
     agent.update(applied)
     loop = {k: agent.pop(k) for k in LOOP_KEYS if k in agent}
-    explicit_train = {o.split("=", 1)[0].lstrip("+~").removeprefix("train.") for o in overrides
-                      if o.lstrip("+~").startswith("train.")}
+    explicit_train = _explicit_keys(overrides, "train")
     loop = {k: v for k, v in loop.items() if k not in explicit_train}   # train.KEY=VALUE beats the agent's
     train = {**OmegaConf.to_container(cfg.train, resolve=True), **loop, "seed": cfg.seed, "device": cfg.device}
     return name, agent_config(name, agent), agent, build_config(TrainConfig, train, "train"), applied
@@ -242,7 +245,8 @@ def train_configs(cfg: DictConfig, overrides: list[str], dataset_key: str | None
 def run_train(cfg: DictConfig, ctx: RunContext) -> None:
     import torch
 
-    from agents.registry import build_agent
+    from agents.data import TransitionSampler
+    from agents.registry import agent_class, build_agent
     from agents.training import Trainer
     from envs.atomic_io import write_json
     from envs.builtin import cache_dir
@@ -265,7 +269,6 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
         print(f"{name} defaults for {dataset_key}: " + ", ".join(f"{k}={v}" for k, v in applied.items()))
     run_dir = ctx.run_dir
     model = None
-    from agents.registry import agent_class
     if agent_class(name).uses_model:
         saved = run_dir / "world_model.pt"
         if saved.is_file():
@@ -293,7 +296,6 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
                      **{f"model/holdout_mse_member_{e}": model.holdout_mse[e].item()
                         for e in range(model.spec.members)}})
     torch.manual_seed(cfg.seed)
-    from agents.data import TransitionSampler
     learner = build_agent(name, agent_values, ds.obs_dim, ds.act_dim, model=model,
                           sampler=TransitionSampler(ds, tcfg.device), ds=ds, device=tcfg.device)
     progress = sys.stderr.isatty()
