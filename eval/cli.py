@@ -521,20 +521,38 @@ def _resume_run_dir(run_dir: Path, cfg: DictConfig) -> Path:
     old = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=True)
     new = OmegaConf.to_container(cfg, resolve=True)
 
+    missing = object()
+
     def first_difference(a, b, prefix=""):
         if isinstance(a, dict) and isinstance(b, dict):
             for key in sorted(set(a) | set(b)):
-                d = first_difference(a.get(key), b.get(key), f"{prefix}{key}.")
+                d = first_difference(a.get(key, missing), b.get(key, missing), f"{prefix}{key}.")
                 if d:
                     return d
             return None
-        return None if a == b else (prefix.rstrip("."), a, b)
+        key = prefix.rstrip(".")
+        if a is missing and b == _packaged_default(key, new):
+            return None  # an option added after this run began, left at its default: the same run
+        return None if a == b else (key, None if a is missing else a, None if b is missing else b)
 
     diff = first_difference(old, new)
     if diff:
         raise ReverieError(f"{run_dir}: holds a run with {diff[0]}={diff[1]!r}, not {diff[2]!r}; "
                            "resume it with the same options or choose another run_dir")
     return run_dir
+
+
+def _packaged_default(key: str, cfg: dict):
+    """The value the shipped configs give a dotted key (``device``, ``agent.window``), or a sentinel."""
+    group, _, rest = key.partition(".")
+    name = cfg.get(group, {}).get("name") if isinstance(cfg.get(group), dict) else None
+    path, inner = ((CONFIG_DIR / group / f"{name}.yaml", rest) if name and (CONFIG_DIR / group).is_dir()
+                   else (CONFIG_DIR / "train.yaml", key))
+    node = OmegaConf.select(OmegaConf.load(path), inner, default=_NO_DEFAULT) if path.is_file() else _NO_DEFAULT
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+
+_NO_DEFAULT = object()
 
 
 def _remove_if_empty_run(run_dir: Path | None) -> None:
