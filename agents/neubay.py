@@ -138,9 +138,12 @@ class NEUBAY:
         obs, act, rew, next_obs = steps(w["obs"]), steps(w["actions"]), steps(w["rewards"]), steps(w["next_obs"])
         dones = steps(w["terminated"]).float()
 
+        # the actor's reading of the histories, once: detached for the critic's target, live for the actor
+        h_actor_all = self.actor_encoder(x)[0]
+
         # critics: REDQ target from a random subset of the target heads
         with torch.no_grad():
-            h_actor_next = steps(self.actor_encoder(x)[0][1:])
+            h_actor_next = steps(h_actor_all[1:].detach())
             h_target_next = steps(self.critic_encoder_target(x)[0][1:])
             next_act, next_logp = self.actor(torch.cat([h_actor_next, self.norm(next_obs)], -1), generator=generator)
             q_next = self.q(self.critic_target, h_target_next, next_obs, next_act)
@@ -154,7 +157,7 @@ class NEUBAY:
         self.critic_opt.step()
 
         # actor: the mean over all heads, on the critic's (fixed) reading of the history
-        h_actor = steps(self.actor_encoder(x)[0][:-1])
+        h_actor = steps(h_actor_all[:-1])
         new_act, logp = self.actor(torch.cat([h_actor, self.norm(obs)], -1), generator=generator)
         self.critic.requires_grad_(False)
         q_new = self.q(self.critic, h_critic.detach(), obs, new_act).mean(dim=0)

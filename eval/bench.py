@@ -13,11 +13,13 @@ with wall-clock and updates per second).
 from __future__ import annotations
 
 import csv
+import fcntl
 import io
 import json
 import subprocess
 import sys
 from collections import defaultdict
+from contextlib import contextmanager
 from pathlib import Path
 
 import hydra
@@ -54,6 +56,23 @@ def cell_args(cfg: DictConfig, agent: str, dataset: str, seed: int) -> list[str]
             "threads=1", *extra, *list(cfg.train_overrides or [])]
 
 
+@contextmanager
+def cell_lock(run_dir: Path):
+    """An exclusive, non-blocking lock on one cell (``<cell>.lock`` beside it), held while it runs:
+    yields False when another grid holds it. The kernel drops it if the holder dies."""
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(run_dir.parent / f"{run_dir.name}.lock", "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 @hydra.main(config_path="../configs", config_name="bench", version_base="1.3")
 def cell(cfg: DictConfig) -> float | None:
     """One Hydra job: one cell of the grid, run (or resumed) in its own process.
@@ -64,9 +83,13 @@ def cell(cfg: DictConfig) -> float | None:
         return json.loads((run_dir / "result.json").read_text())["normalized_score"]
     log_path = Path(cfg.out).resolve() / "logs" / f"{agent}-{dataset_label(dataset)}-seed{seed}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "a") as log:
-        code = subprocess.call([sys.executable, "-m", "eval.cli", *cell_args(cfg, agent, dataset, seed)],
-                               stdout=log, stderr=subprocess.STDOUT)
+    with cell_lock(run_dir) as mine:
+        if not mine:  # two grids sharing an out folder (and cells): the other one is running this cell
+            print(f"cell {agent} {dataset} seed {seed} is running in another process; skipped", file=sys.stderr)
+            return None
+        with open(log_path, "a") as log:
+            code = subprocess.call([sys.executable, "-m", "eval.cli", *cell_args(cfg, agent, dataset, seed)],
+                                   stdout=log, stderr=subprocess.STDOUT)
     if code != 0:
         print(f"cell {agent} {dataset} seed {seed} failed (exit {code}); see {log_path}",
               file=sys.stderr)

@@ -6,6 +6,7 @@ import csv
 
 import pytest
 
+from eval.bench import cell_lock
 from eval.cli import main
 from tests.test_train import FAST, small_dataset
 
@@ -14,14 +15,14 @@ from tests.test_train import FAST, small_dataset
 def test_bench_runs_cells_writes_tables_and_skips_finished_cells(capsys, tmp_path):
     data = small_dataset(tmp_path / "hopper-tiny.hdf5")
     train = ",".join(f"'{o}'" for o in FAST[1:] + ["agent.hidden=[32,32]"] if not o.startswith("agent.hidden"))
-    argv = ["bench", "agents=[td3bc,mopo]", f"datasets=['{data}']", "seeds=[0,1]", "size=null", "steps=30",
+    argv = ["bench", "agents=[td3bc,mopo,neubay]", "agent_overrides.neubay=['agent.rollout_length=40','agent.window=8']", f"datasets=['{data}']", "seeds=[0,1]", "size=null", "steps=30",
             f"out={tmp_path / 'grid'}", f"train_overrides=[{train}]"]
     assert main(argv) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
-    assert "4 finished cells" in out
+    assert "6 finished cells" in out
     rows = list(csv.DictReader(open(tmp_path / "grid" / "results.csv")))
-    assert sorted((r["agent"], r["seed"]) for r in rows) == [("mopo", "0"), ("mopo", "1"), ("td3bc", "0"),
-                                                              ("td3bc", "1")]
+    assert sorted((r["agent"], r["seed"]) for r in rows) == [("mopo", "0"), ("mopo", "1"), ("neubay", "0"),
+                                                              ("neubay", "1"), ("td3bc", "0"), ("td3bc", "1")]
     assert all(r["steps"] == "30" and r["dataset"] == "hopper-tiny" for r in rows)
     table = (tmp_path / "grid" / "results.md").read_text()
     assert "| hopper-tiny |" in table and "(2)" in table and "Budget: 30 gradient updates" in table
@@ -30,4 +31,13 @@ def test_bench_runs_cells_writes_tables_and_skips_finished_cells(capsys, tmp_pat
     stamp = (tmp_path / "grid" / "cells" / "mopo" / "hopper-tiny" / "seed0" / "result.json").stat().st_mtime
     assert main(argv) == 0
     assert (tmp_path / "grid" / "cells" / "mopo" / "hopper-tiny" / "seed0" / "result.json").stat().st_mtime == stamp
-    assert len(list(csv.DictReader(open(tmp_path / "grid" / "results.csv")))) == 4
+    assert len(list(csv.DictReader(open(tmp_path / "grid" / "results.csv")))) == 6
+
+
+def test_a_cell_runs_in_one_grid_at_a_time(tmp_path):
+    cell = tmp_path / "cells" / "mopo" / "hopper-medium" / "seed0"
+    with cell_lock(cell) as first:
+        with cell_lock(cell) as second:
+            assert first and not second
+    with cell_lock(cell) as again:
+        assert again
