@@ -95,7 +95,7 @@ def write_report(rows: list[dict], out: Path, header: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     from envs.builtin import cache_dir
     from envs.sources import load_source
-    from worldmodels.registry import cached_world_model
+    from worldmodels.registry import cached_world_model, load_world_model
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", default="hopper-medium-replay")
@@ -105,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--members", type=int, default=20)
     ap.add_argument("--elites", type=int, default=16)
     ap.add_argument("--max-epochs", type=int, default=200)
+    ap.add_argument("--model", default=None, help="a saved world model (e.g. a NEUBAY run's world_model.pt) "
+                    "instead of fitting one with --members/--elites/--max-epochs")
     ap.add_argument("--horizons", default=",".join(map(str, HORIZONS)))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
@@ -112,18 +114,23 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     ds = load_source(args.dataset, size=args.size)
-    values = {"name": "ensemble", "members": args.members, "elites": args.elites, "layer_norm": True,
-              "max_epochs": args.max_epochs}
     t0 = time.perf_counter()
-    model, metrics, reused = cached_world_model(ds, values, args.seed, cache_dir() / "world_models")
-    print(f"world model ({args.members} members, LayerNorm): {'cached' if reused else 'fitted'} in "
-          f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    if args.model:
+        model = load_world_model(args.model, ds)
+        args.members, args.elites = model.cfg.members, model.cfg.elites
+        print(f"world model: {args.model}", file=sys.stderr)
+    else:
+        values = {"name": "ensemble", "members": args.members, "elites": args.elites, "layer_norm": True,
+                  "max_epochs": args.max_epochs}
+        model, _, reused = cached_world_model(ds, values, args.seed, cache_dir() / "world_models")
+        print(f"world model ({args.members} members, LayerNorm): {'cached' if reused else 'fitted'} in "
+              f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
     actor, _ = load_policy(load_zoo(ds.task).role(args.policy).path)
     rows = horizon_rows(model, ds, actor, tuple(int(h) for h in args.horizons.split(",")), args.rows, args.seed)
     command = "python -m eval.horizon_stability " + " ".join(argv if argv is not None else sys.argv[1:])
     header = (f"Dataset {ds.name} ({len(ds):,} transitions); policy: the zoo's {args.policy} snapshot, acting "
               f"deterministically; {args.rows} start states from the dataset; world model: {args.members}-member "
-              f"LayerNorm ensemble, one of its {args.elites} elites held per row; cut where the held member's "
+              f"{'LayerNorm ' if model.cfg.layer_norm else ''}ensemble, one of its {args.elites} elites held per row; cut where the held member's "
               f"uncertainty passes its maximum on the data. Seed {args.seed}. Command: `{command}`")
     write_report(rows, Path(args.out), header)
     print(Path(args.out, "horizon_stability.md").read_text())
