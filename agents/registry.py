@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import torch
 
@@ -33,10 +35,11 @@ def agent_config(name: str, values: dict):
 
 
 def build_agent(name: str, values: dict, obs_dim: int, act_dim: int, *, model=None, sampler=None, ds=None,
-                device: str | torch.device = "cpu"):
-    """A learner ready to train; model-free references take what they need from the data."""
+                device: str | torch.device = "cpu", acting_only: bool = False):
+    """A learner ready to train; model-free references take what they need from the data.
+    ``acting_only``: a shell for saved weights to act with (no world model needed)."""
     cls, cfg = agent_class(name), agent_config(name, values)
-    if cls.uses_model and model is None:
+    if cls.uses_model and model is None and not acting_only:
         raise ReverieError(f"agent '{name}' needs a world model")
     if cls is NEUBAY:
         return NEUBAY(obs_dim, act_dim, cfg, model=model,
@@ -49,3 +52,27 @@ def build_agent(name: str, values: dict, obs_dim: int, act_dim: int, *, model=No
         spread = float(returns.max() - returns.min()) if len(returns) > 1 else 0.0
         return IQL(obs_dim, act_dim, cfg, reward_scale=1000.0 / spread if spread > 0 else 1.0, device=device)
     return cls(obs_dim, act_dim, cfg, model=model, device=device)
+
+
+def load_learner(run_dir: str | Path, obs_dim: int, act_dim: int):
+    """The learner a ``reverie train`` run saved (``config.yaml`` + ``learner.pt``), ready to act:
+    ``(agent name, learner)``. Refused, naming the file, if it does not fit ``obs_dim``/``act_dim``."""
+    from omegaconf import OmegaConf
+
+    from agents.training import LOOP_KEYS
+
+    run_dir = Path(run_dir)
+    for f in ("config.yaml", "learner.pt"):
+        if not (run_dir / f).is_file():
+            raise ReverieError(f"{run_dir}: not a finished `reverie train` run (no {f})")
+    agent = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml").agent, resolve=True)
+    name = agent.pop("name")
+    for key in ("tuned", "world_model", *LOOP_KEYS):
+        agent.pop(key, None)
+    learner = build_agent(name, agent, obs_dim, act_dim, acting_only=True)
+    try:
+        learner.load_state_dict(torch.load(run_dir / "learner.pt", map_location="cpu", weights_only=False))
+    except RuntimeError as exc:
+        raise ReverieError(f"{run_dir / 'learner.pt'}: does not fit a task with obs_dim={obs_dim}, "
+                           f"act_dim={act_dim} ({str(exc).splitlines()[-1].strip()})") from None
+    return name, learner

@@ -96,6 +96,15 @@ class LearnerPolicy:
         return state, self.learner.act(obs, deterministic=deterministic, generator=generator)
 
 
+def acting_policy(learner):
+    """What acts for a learner in the rollout engine: its own (history-dependent) policy, or its actor."""
+    return learner.policy() if hasattr(learner, "policy") else LearnerPolicy(learner)
+
+
+# Keys an agent's config may carry that belong to the training loop, not to the learner.
+LOOP_KEYS = ("rollout_length", "real_ratio", "rollout_batch", "rollout_every", "truncate_quantile")
+
+
 def run_episodes(task: str, policy, episodes: int, seed: int, device: str | torch.device = "cpu") -> np.ndarray:
     """Returns of ``episodes`` simulator episodes of a (possibly history-dependent) policy acting
     deterministically, run side by side; deterministic for a seed."""
@@ -119,8 +128,7 @@ def run_episodes(task: str, policy, episodes: int, seed: int, device: str | torc
 
 def evaluate(learner, task: str, episodes: int, seed: int, device: str | torch.device = "cpu") -> dict[str, float]:
     """The learner's deterministic policy over ``episodes`` simulator episodes (CPU MuJoCo)."""
-    policy = learner.policy() if hasattr(learner, "policy") else LearnerPolicy(learner)
-    returns = run_episodes(task, policy, episodes, seed, device)
+    returns = run_episodes(task, acting_policy(learner), episodes, seed, device)
     scores = normalized_score(task, returns)
     return {"return_mean": float(returns.mean()), "return_std": float(returns.std()),
             "normalized_score": float(np.mean(scores)), "normalized_std": float(np.std(scores))}

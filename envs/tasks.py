@@ -60,6 +60,8 @@ class Task:
     neorl_max: float | None = None
     # D4RL dataset sizes, used as the default size of built-in datasets.
     d4rl_sizes: tuple[tuple[str, int], ...] = ()
+    # How many leading observation entries are joint positions (qpos without the root's x, or x and y).
+    obs_positions: int = 0
 
     def make_env(self, **kwargs) -> gym.Env:
         """A gymnasium environment for this task (v5, TimeLimit included)."""
@@ -85,13 +87,13 @@ TASKS: dict[str, Task] = {
     t.name: t
     for t in [
         Task("hopper", "Hopper-v5", 11, 3, 6, 6, 1000, termination.hopper_terminated,
-             -20.272305, 3234.3, 5.0, 3294.0, _D4RL_SIZES["hopper"]),
+             -20.272305, 3234.3, 5.0, 3294.0, _D4RL_SIZES["hopper"], obs_positions=5),
         Task("halfcheetah", "HalfCheetah-v5", 17, 6, 9, 9, 1000, termination.halfcheetah_terminated,
-             -280.178953, 12135.0, -298.0, 12284.0, _D4RL_SIZES["halfcheetah"]),
+             -280.178953, 12135.0, -298.0, 12284.0, _D4RL_SIZES["halfcheetah"], obs_positions=8),
         Task("walker2d", "Walker2d-v5", 17, 6, 9, 9, 1000, termination.walker2d_terminated,
-             1.629008, 4592.3, 1.0, 5143.0, _D4RL_SIZES["walker2d"]),
+             1.629008, 4592.3, 1.0, 5143.0, _D4RL_SIZES["walker2d"], obs_positions=8),
         Task("ant", "Ant-v5", 105, 8, 15, 14, 1000, termination.ant_terminated,
-             -325.6, 3879.7, None, None, _D4RL_SIZES["ant"]),
+             -325.6, 3879.7, None, None, _D4RL_SIZES["ant"], obs_positions=13),
     ]
 }
 

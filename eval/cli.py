@@ -208,9 +208,6 @@ def _explicit_keys(overrides: list[str], group: str) -> set[str]:
     return {k.removeprefix(group + ".") for k in keys if k.startswith(group + ".")}
 
 
-LOOP_KEYS = ("rollout_length", "real_ratio", "rollout_batch", "rollout_every", "truncate_quantile")
-
-
 def agent_world_model(cfg: DictConfig, overrides: list[str]) -> dict:
     """The world model's values: its config group, then the agent's own needs (NEUBAY's larger
     LayerNorm ensemble), then what the command line says."""
@@ -224,7 +221,7 @@ def train_configs(cfg: DictConfig, overrides: list[str], dataset_key: str | None
     """The learner's config and the loop's config, with the agent's per-dataset defaults applied
     unless the command line set the same key."""
     from agents.registry import agent_class, agent_config
-    from agents.training import TrainConfig
+    from agents.training import LOOP_KEYS, TrainConfig
     from envs.config import build_config
 
     agent = OmegaConf.to_container(cfg.agent, resolve=True)
@@ -367,6 +364,63 @@ def _dataset_key(source: str) -> str | None:
     return f"{m.group(1)}-{m.group(2)}" if m else None
 
 
+def run_evaluate(cfg: DictConfig, ctx: RunContext) -> None:
+    from envs.builtin import cache_dir
+    from envs.sources import load_source
+    from envs.tasks import get_task
+    from eval.evaluate import EvalConfig, evaluate, load_candidates, start_states
+    from eval.report import write_report
+    from worldmodels.registry import cached_world_model, load_world_model
+
+    _set_threads(cfg)
+    task = get_task(str(cfg.task.name))
+    ecfg = EvalConfig(horizon=int(cfg.horizon), rows=int(cfg.rows), member=str(cfg.member),
+                      sample_model=bool(cfg.sample_model), open_loop_rows=int(cfg.open_loop_rows),
+                      open_loop_horizon=int(cfg.open_loop_horizon), bootstrap=int(cfg.bootstrap),
+                      seed=int(cfg.seed)).validate()
+    specs = list(cfg.policies) if OmegaConf.is_list(cfg.policies) else [str(cfg.policies)]
+    candidates = load_candidates(specs, task)
+    ds = load_source(cfg.dataset, size=cfg.size, seed=cfg.dataset_seed, progress=sys.stderr.isatty())
+    if ds.task is not None and ds.task != task.name:
+        raise ReverieError(f"dataset {ds.name}: is for task '{ds.task}', not '{task.name}'")
+    wm = OmegaConf.to_container(cfg.world_model, resolve=True)
+    if wm.get("checkpoint"):
+        path = Path(wm["checkpoint"]).expanduser()
+        if not path.is_file():
+            raise ReverieError(f"world_model.checkpoint: {path}: no such file")
+        model = load_world_model(path, ds)
+        described = str(path)
+    else:
+        t0 = time.perf_counter()
+        print(f"fitting the world model on {ds.name} ({len(ds):,} transitions) ...", flush=True)
+        model, _, reused = cached_world_model(ds, wm, int(cfg.seed), cache_dir() / "world_models")
+        described = f"{model.cfg.members}-member ensemble fitted on {ds.name}"
+        print(f"world model: {'reused from the cache' if reused else 'fitted'} in {time.perf_counter() - t0:.0f} s")
+    start = start_states(task, str(cfg.start), ecfg.rows, ecfg.seed, ds)
+    print(f"evaluating {len(candidates)} policies from {len(start.obs)} {cfg.start} start states, "
+          f"{ecfg.horizon} steps, in the simulator and in the model", flush=True)
+
+    def progress(i, n, p):
+        print(f"  [{i}/{n}] {p['policy']:<24} real {p['real_score']:7.1f}   imagined {p['imagined_score']:7.1f}",
+              flush=True)
+
+    result = evaluate(model, task, candidates, start, ecfg, ds=ds, progress=progress)
+    result["command"] = "reverie evaluate " + " ".join(ctx.overrides)
+    result["world_model"] = described
+    header = (f"Task {task.name}; world model: {described} ({model.spec.members} members, "
+              f"{'one elite held per row' if ecfg.member == 'held' else 'an elite drawn each step'}); "
+              f"{len(start.obs)} start states ({cfg.start}) from {ds.name}, {ecfg.horizon} closed-loop steps, "
+              f"policies acting deterministically; open loop: {ecfg.open_loop_rows} dataset segments of "
+              f"{ecfg.open_loop_horizon} steps. Seed {ecfg.seed}. Command: `{result['command']}`")
+    report = write_report(result, ctx.run_dir, header, log=ctx.log)
+    rk = result["ranking"]
+    if rk:
+        print(f"Spearman {rk['spearman']['value']:.3f} [{rk['spearman']['low']:.3f}, {rk['spearman']['high']:.3f}]  "
+              f"MMRV {rk['mmrv']['value']:.2f} [{rk['mmrv']['low']:.2f}, {rk['mmrv']['high']:.2f}]  "
+              f"regret@1 {rk['regret@1']['value']:.1f}")
+    print(f"report: {report}")
+
+
 def run_demo(cfg: DictConfig, ctx: RunContext) -> int:
     from envs.builtin import make_builtin
     from envs.d4rl_format import read_d4rl
@@ -413,6 +467,10 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
     Command("bench", "run agents x datasets x seeds as a resumable Hydra multirun; write results.csv and .md",
             "bench", run_bench, usage="reverie bench [agents=[mopo,td3bc]] [datasets=[...]] [seeds=[0,1,2]] "
             "[steps=N] [jobs=J] [out=DIR]"),
+    Command("evaluate", "run policies in the simulator and in a world model; how far the imagined ranking holds",
+            "evaluate", run_evaluate, writes_run=True,
+            usage="reverie evaluate task=hopper policies=[zoo,runs/train/X] [world_model.checkpoint=PATH] "
+                  "[start=dataset|reset] [horizon=N]"),
     Command("demo", "the main job on the embedded default: a small hopper dataset, its report, MOPO trained on it",
             "demo", run_demo, writes_run=True),
 ]}

@@ -82,10 +82,11 @@ def load_world_model(path: str | Path, ds, device: str | torch.device = "cpu") -
     """A saved model, refused unless it was fitted for this dataset's task and dimensions."""
     model = GaussianEnsemble.load(path).to(device)
     spec = model.spec
+    if spec.task is not None and ds.task is not None and spec.task != ds.task:
+        raise ReverieError(f"{path}: world model was fitted for task '{spec.task}' (obs_dim={spec.obs_dim}, "
+                           f"act_dim={spec.act_dim}); dataset {ds.name} is '{ds.task}' (obs_dim={ds.obs_dim}, "
+                           f"act_dim={ds.act_dim})")
     if (spec.obs_dim, spec.act_dim) != (ds.obs_dim, ds.act_dim):
         raise ReverieError(f"{path}: world model is for obs_dim={spec.obs_dim}, act_dim={spec.act_dim}; "
                            f"dataset {ds.name} has obs_dim={ds.obs_dim}, act_dim={ds.act_dim}")
-    if spec.task is not None and ds.task is not None and spec.task != ds.task:
-        raise ReverieError(f"{path}: world model was fitted for task '{spec.task}', dataset {ds.name} "
-                           f"is '{ds.task}'")
     return model

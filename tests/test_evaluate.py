@@ -1,0 +1,122 @@
+"""``reverie evaluate``: policies in the simulator and in a world model, the report, bad input refused."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from agents.networks import TanhActor
+from envs.policies import save_policy
+from envs.tasks import get_task
+from eval.cli import main
+from eval.evaluate import EvalConfig, ReplayPolicy, evaluate, load_candidates, replay_segments, start_states
+from tests.test_train import FAST, run, small_dataset
+
+TINY_FIT = ["world_model.members=3", "world_model.elites=2", "world_model.hidden=[32,32]",
+            "world_model.weight_decay=[0,0,0]", "world_model.max_epochs=2"]
+QUICK = ["rows=4", "horizon=15", "open_loop_rows=12", "open_loop_horizon=8", "bootstrap=50", "threads=1"]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("evaluate")
+    data = small_dataset(root / "hopper-tiny.hdf5")
+    assert main(["fit", f"dataset={data}", *TINY_FIT, f"run_dir={root / 'fit'}"]) == 0
+    assert main(["train", "agent=td3bc", f"dataset={data}", "train.steps=20", *FAST[:1], "train.final_eval_episodes=1",
+                 f"run_dir={root / 'runs' / 'td3bc'}"]) == 0
+    return {"root": root, "data": data, "model": root / "fit" / "world_model.pt", "runs": root / "runs"}
+
+
+def test_evaluate_writes_a_self_contained_report(capsys, tmp_path, setup):
+    code, out, err = run(capsys, "evaluate", f"dataset={setup['data']}", f"world_model.checkpoint={setup['model']}",
+                         f"policies=[zoo,{setup['runs']}]", *QUICK, f"run_dir={tmp_path / 'report'}")
+    assert code == 0, err
+    assert "Spearman" in out and "report:" in out
+    result = json.loads((tmp_path / "report" / "results.json").read_text())
+    names = [p["policy"] for p in result["policies"]]
+    assert len(names) == 13 and "td3bc" in names and "step_0000000" in names      # the zoo's 12 and the run
+    assert {"spearman", "kendall", "pearson", "mmrv", "regret@1", "regret@3", "abs_error"} <= set(result["ranking"])
+    for m in result["ranking"].values():
+        assert m["low"] <= m["high"]
+    assert result["closed_loop"]["error"]["step"][-1] == 15
+    assert len(result["open_loop"]["error"]["q50"]) == 8
+    assert all(p["nonfinite_rows"] == 0 for p in result["policies"])
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert page.count('src="data:image/png;base64,') == 3
+    assert not re.search(r'(src|href)="(https?:)?//', page)      # nothing fetched from a network
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "| Spearman ρ |" in md and "## Per policy" in md
+    for png in ("returns.png", "horizon.png", "ranks.png"):
+        assert (tmp_path / "report" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    tags = EventAccumulator(str(tmp_path / "report" / "tb")).Reload().Tags()["scalars"]
+    assert "rank/spearman" in tags and "open_loop/median_state_error" in tags
+
+
+def test_simulator_and_model_start_from_the_same_states(setup):
+    from envs.d4rl_format import read_d4rl
+    from worldmodels.registry import load_world_model
+
+    ds = read_d4rl(setup["data"])
+    task = get_task("hopper")
+    model = load_world_model(setup["model"], ds)
+    for how in ("reset", "dataset"):
+        start = start_states(task, how, 3, seed=1, ds=ds)
+        assert start.obs.shape == (3, 11) and start.qpos.shape == (3, 6)
+    zoo = load_candidates(["zoo"], task)[:3]
+    cfg = EvalConfig(horizon=5, rows=3, open_loop_rows=5, open_loop_horizon=4, bootstrap=20)
+    a = evaluate(model, task, zoo, start_states(task, "reset", 3, 0), cfg, ds=ds)
+    b = evaluate(model, task, zoo, start_states(task, "reset", 3, 0), cfg, ds=ds)
+    assert a["policies"] == [dict(p, simulator_seconds=q["simulator_seconds"], model_seconds=q["model_seconds"],
+                                  imagined_transitions_per_second=q["imagined_transitions_per_second"])
+                             for p, q in zip(b["policies"], a["policies"])]   # the same seed, the same figures
+    assert a["closed_loop"]["error"]["q50"][0] < 1.0                        # one step from an identical state
+
+
+def test_replay_segments_stay_inside_episodes():
+    class DS:
+        def __init__(self):
+            self.n = 10
+
+        def __len__(self):
+            return self.n
+
+        def episode_ends(self):
+            return np.array([4, 10])
+
+    starts, held = replay_segments(DS(), rows=10, horizon=3, seed=0)
+    ends = np.where(starts < 4, 4, 10)
+    for j, s in enumerate(starts):
+        assert held[:, j].tolist() == [s + t < ends[j] for t in range(3)]
+    policy = ReplayPolicy(torch.arange(6.0).reshape(3, 2, 1))
+    state = policy.initial_state(2)
+    for t in range(3):
+        state, a = policy.act(state, None, None, deterministic=True)
+        assert a[:, 0].tolist() == [2.0 * t, 2.0 * t + 1]
+
+
+def test_bad_input_is_refused_in_one_line(capsys, tmp_path, setup):
+    base = [f"dataset={setup['data']}", f"world_model.checkpoint={setup['model']}", *QUICK]
+    wrong = tmp_path / "wrong.pt"
+    save_policy(wrong, TanhActor(5, 2, (8,)), "other")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    walker = small_dataset(tmp_path / "walker2d-tiny.hdf5", "walker2d", n=1500)
+    assert main(["fit", f"dataset={walker}", *TINY_FIT, f"run_dir={tmp_path / 'wfit'}"]) == 0
+    capsys.readouterr()
+    cases = [
+        ([f"policies=[{wrong}]"], "policy has obs_dim=5, act_dim=2; task 'hopper' has obs_dim=11, act_dim=3"),
+        ([f"policies=[{empty}]"], "no policies in this folder"),
+        (["horizon=0"], "horizon: expected a positive integer, got 0"),
+        ([f"world_model.checkpoint={tmp_path / 'wfit' / 'world_model.pt'}"], "fitted for task 'walker2d'"),
+    ]
+    for extra, message in cases:
+        out_dir = tmp_path / f"r{len(message)}"
+        code, _, err = run(capsys, "evaluate", *base, *extra, f"run_dir={out_dir}")
+        assert code == 2 and message in err, err
+        assert len(err.strip().splitlines()) == 1
+        assert not (out_dir / "report.html").exists() and not (out_dir / "results.json").exists()
