@@ -427,20 +427,29 @@ def run_demo(cfg: DictConfig, ctx: RunContext) -> int:
     from envs.info import dataset_info, format_info
 
     _set_threads(cfg)
-    print(f"[1/3] making {cfg.task.name}-{cfg.level} ({cfg.size:,} transitions) from the shipped policies")
+    print(f"[1/4] making {cfg.task.name}-{cfg.level} ({cfg.size:,} transitions) from the shipped policies")
     path, manifest, _ = make_builtin(cfg.task.name, cfg.level, size=cfg.size, seed=cfg.seed,
                                      num_envs=cfg.num_envs, progress=sys.stderr.isatty())
     print(f"      -> {path}  ({manifest['transitions_per_second']:,.0f} transitions/s when made)")
-    print("[2/3] dataset info")
+    print("[2/4] dataset info")
     ds = read_d4rl(path)
     info = dataset_info(ds)
     print(format_info(info))
     ctx.log({"demo/normalized_score": info["normalized_score"], "demo/coverage": info["coverage"]})
-    print(f"[3/3] reverie train agent={cfg.agent}: fit the ensemble, imagine, learn, score in the simulator")
+    print(f"[3/4] reverie train agent={cfg.agent}: fit the ensemble, imagine, learn, score in the simulator")
+    train_dir = ctx.run_dir / "train"
     argv = ["train", f"agent={cfg.agent}", f"dataset={path}", f"seed={cfg.seed}", f"threads={cfg.threads}",
-            f"world_model.max_epochs={cfg.world_model_max_epochs}", f"run_dir={ctx.run_dir / 'train'}",
+            f"world_model.max_epochs={cfg.world_model_max_epochs}", f"run_dir={train_dir}",
             *[f"train.{k}={v}" for k, v in cfg.train.items()]]
     print("      " + "reverie " + " ".join(argv[:2] + argv[2:3]) + " ...", flush=True)
+    code = main(argv)
+    if code:
+        return code
+    print(f"[4/4] reverie evaluate: the zoo and the {cfg.agent} policy in the simulator and in the world model")
+    argv = ["evaluate", f"task={cfg.task.name}", f"dataset={path}", f"world_model.checkpoint={train_dir / 'world_model.pt'}",
+            f"policies=[zoo,{train_dir}]", f"threads={cfg.threads}", f"seed={cfg.seed}",
+            f"run_dir={ctx.run_dir / 'evaluate'}", *[f"{k}={v}" for k, v in cfg.evaluate.items()]]
+    print("      " + "reverie " + " ".join(argv[:2]) + " ...", flush=True)
     return main(argv)
 
 
@@ -471,7 +480,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
             "evaluate", run_evaluate, writes_run=True,
             usage="reverie evaluate task=hopper policies=[zoo,runs/train/X] [world_model.checkpoint=PATH] "
                   "[start=dataset|reset] [horizon=N]"),
-    Command("demo", "the main job on the embedded default: a small hopper dataset, its report, MOPO trained on it",
+    Command("demo", "the main job on the embedded default: a small hopper dataset, MOPO trained on it, the zoo and "
+            "MOPO evaluated in the simulator and in the world model",
             "demo", run_demo, writes_run=True),
 ]}
 

@@ -26,6 +26,7 @@ def test_dataset_make_then_info_then_reuse(capsys, tmp_path):
 def test_demo_runs_on_the_embedded_default(capsys, tmp_path):
     assert main(["demo", "size=2000", "train.steps=200", "train.rollout_batch=500", "train.rollout_every=100",
                  "train.eval_every=100", "train.final_eval_episodes=2", "world_model_max_epochs=3",
+                 "evaluate.rows=3", "evaluate.horizon=50", "evaluate.open_loop_rows=20", "evaluate.bootstrap=100",
                  f"run_dir={tmp_path / 'demo'}"]) == 0
     out = capsys.readouterr().out
     assert "transitions  2,000" in out and "normalized" in out and "coverage" in out
@@ -33,3 +34,6 @@ def test_demo_runs_on_the_embedded_default(capsys, tmp_path):
     assert "name: hopper" in (tmp_path / "demo" / "config.yaml").read_text()
     result = json.loads((tmp_path / "demo" / "train" / "result.json").read_text())
     assert result["agent"] == "mopo" and result["steps"] == 200
+    assert f"report: {tmp_path / 'demo' / 'evaluate' / 'report.html'}" in out
+    evaluated = json.loads((tmp_path / "demo" / "evaluate" / "results.json").read_text())
+    assert [p["policy"] for p in evaluated["policies"]][-1] == "train" and len(evaluated["policies"]) == 13
