@@ -416,8 +416,8 @@ def run_evaluate(cfg: DictConfig, ctx: RunContext) -> None:
     rk = result["ranking"]
     if rk:
         print(f"Spearman {rk['spearman']['value']:.3f} [{rk['spearman']['low']:.3f}, {rk['spearman']['high']:.3f}]  "
-              f"MMRV {rk['mmrv']['value']:.2f} [{rk['mmrv']['low']:.2f}, {rk['mmrv']['high']:.2f}]  "
-              f"regret@1 {rk['regret@1']['value']:.1f}")
+              f"MMRV {rk['mmrv']['value']:.3f} [{rk['mmrv']['low']:.3f}, {rk['mmrv']['high']:.3f}]  "
+              f"regret@1 {rk['regret@1']['value']:.3f}")
     print(f"report: {report}")
 
 
@@ -477,7 +477,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
             "bench", run_bench, usage="reverie bench [agents=[mopo,td3bc]] [datasets=[...]] [seeds=[0,1,2]] "
             "[steps=N] [jobs=J] [out=DIR]"),
     Command("evaluate", "run policies in the simulator and in a world model; how far the imagined ranking holds",
-            "evaluate", run_evaluate, writes_run=True,
+            "evaluate", run_evaluate, writes_run=True, resumable=True,
             usage="reverie evaluate task=hopper policies=[zoo,runs/train/X] [world_model.checkpoint=PATH] "
                   "[start=dataset|reset] [horizon=N]"),
     Command("demo", "the main job on the embedded default: a small hopper dataset, MOPO trained on it, the zoo and "

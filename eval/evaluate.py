@@ -215,14 +215,17 @@ def evaluate(model, task: Task, candidates: list[Candidate], start: StartStates,
             "imagined_transitions_per_second": float(imag.lengths().sum()) / max(t2 - t1, 1e-9)})
         if progress:
             progress(i + 1, len(candidates), per_policy[-1])
-    S = np.array([p["imagined_score"] for p in per_policy])
-    R = np.array([p["real_score"] for p in per_policy])
+    # rank metrics on the normalized return (D4RL score / 100: 0 random, 1 expert), the scale
+    # SC3-Eval and WMBench report MMRV and regret on
+    S = np.array([p["imagined_score"] for p in per_policy]) / 100.0
+    R = np.array([p["real_score"] for p in per_policy]) / 100.0
     err = np.concatenate(errors, axis=1)
     ok = np.concatenate(valids, axis=1)
     result = {
         "task": task.name, "policies": per_policy, "rows": B, "horizon": T,
         "ranking": metrics.ranking_report(S, R, cfg.ks, cfg.bootstrap, cfg.seed) if len(S) >= 2 else {},
         "closed_loop": {"error": metrics.horizon_error(err, ok),
+                        "median_error_at": median_error_at(err, ok, T, cfg),
                         "calibration": metrics.calibration(np.concatenate(uncert, axis=1), err, ok),
                         "kinematic_imagined": float(np.nanmean(kin_imagined)),
                         "kinematic_real": float(np.nanmean(kin_real))},
@@ -230,6 +233,17 @@ def evaluate(model, task: Task, candidates: list[Candidate], start: StartStates,
     if ds is not None:
         result["open_loop"] = open_loop(model, ds, cfg, scale)
     return result
+
+
+def median_error_at(err: np.ndarray, valid: np.ndarray, horizon: int, cfg: EvalConfig) -> dict:
+    """The median state error at steps 1, 10, 100 and the last, each with a bootstrap interval over
+    the rows still running there (NaN where none is)."""
+    out = {}
+    for s in sorted({s for s in (1, 10, 100, horizon) if s <= horizon}):
+        e = err[s - 1][valid[s - 1]]
+        out[str(s)] = (metrics.bootstrap(lambda a, _: float(np.median(a)), e, e, cfg.bootstrap, seed=cfg.seed)
+                       if len(e) else {"value": float("nan"), "low": float("nan"), "high": float("nan")})
+    return out
 
 
 def replay_segments(ds, rows: int, horizon: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -255,12 +269,7 @@ def open_loop(model, ds, cfg: EvalConfig, scale: torch.Tensor) -> dict:
                    torch.Generator().manual_seed(cfg.seed + 2), deterministic=True, sample_model=cfg.sample_model)
     valid = imag.valid.numpy() & held
     err = state_error(imag.next_obs, true_next, scale)
-    steps = [s for s in (1, 10, 100, H) if s <= H]
-    at = {}
-    for s in sorted(set(steps)):
-        e = err[s - 1][valid[s - 1]]
-        at[str(s)] = (metrics.bootstrap(lambda a, _: float(np.median(a)), e, e, cfg.bootstrap, seed=cfg.seed)
-                      if len(e) else {"value": float("nan"), "low": float("nan"), "high": float("nan")})
     return {"rows": int(len(starts)), "horizon": H, "error": metrics.horizon_error(err, valid),
-            "median_error_at": at, "calibration": metrics.calibration(imag.uncertainty.numpy(), err, valid),
+            "median_error_at": median_error_at(err, valid, H, cfg),
+            "calibration": metrics.calibration(imag.uncertainty.numpy(), err, valid),
             "nonfinite_rows": imag.nonfinite_rows}

@@ -22,7 +22,7 @@ import numpy as np
 from envs.atomic_io import atomic_path, write_text
 
 METRIC_LABELS = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ", "mmrv": "MMRV",
-                 "abs_error": "mean abs. error S − R (points)"}
+                 "abs_error": "mean abs. error of S against R"}
 
 
 def _label(name: str) -> str:
@@ -56,7 +56,7 @@ def _figures(result: dict) -> dict[str, bytes]:
     ax.set_ylabel("world-model (imagined) normalized score")
     if rk:
         ax.set_title(f"Pearson {rk['pearson']['value']:.2f}  Spearman {rk['spearman']['value']:.2f}  "
-                     f"Kendall {rk['kendall']['value']:.2f}  MMRV {rk['mmrv']['value']:.1f}", fontsize=9)
+                     f"Kendall {rk['kendall']['value']:.2f}  MMRV {rk['mmrv']['value']:.3f}", fontsize=9)
     ax.legend(loc="upper left", fontsize=8)
     ax.grid(alpha=0.3)
     figs["returns.png"] = _png(fig, plt)
@@ -117,6 +117,8 @@ def _tables(result: dict) -> tuple[list[list[str]], list[list[str]], list[list[s
             model_rows.append([f"open-loop median error at step {s}", _fmt_ci(m) if "samples" in m else "n/a"])
         model_rows.append(["open-loop calibration (Spearman: uncertainty vs error)", f"{ol['calibration']:.3f}"])
     cl = result["closed_loop"]
+    for s, m in cl.get("median_error_at", {}).items():
+        model_rows.append([f"closed-loop median error at step {s}", _fmt_ci(m) if "samples" in m else "n/a"])
     model_rows += [["closed-loop calibration (Spearman: uncertainty vs error)", f"{cl['calibration']:.3f}"],
                    ["kinematic error, imagined (mean abs. of x[t+1] − 2x[t] + x[t−1])", f"{cl['kinematic_imagined']:.4f}"],
                    ["kinematic error, simulator", f"{cl['kinematic_real']:.4f}"]]
@@ -147,7 +149,8 @@ def write_report(result: dict, out: Path, header: str, log=None) -> Path:
     metric_rows, policy_rows, model_rows = _tables(result)
     title = f"World-model policy evaluation: {result['task']}"
     md = [f"# {title}", "", header, "", "## How far the imagined ranking can be trusted", "",
-          f"{len(result['policies'])} policies; 95% bootstrap intervals over policies.", ""]
+          f"{len(result['policies'])} policies; 95% bootstrap intervals over policies. MMRV, regret and error are on "
+          "the normalized return (D4RL score / 100: 0 random, 1 expert).", ""]
     md += _md_table(["metric", "value", "95% interval"], metric_rows)
     md += ["", "![imagined against real](returns.png) ![rank against rank](ranks.png)", "",
            "## Per policy (D4RL-normalized scores)", ""] + _md_table(POLICY_HEAD, policy_rows)
@@ -168,7 +171,8 @@ th {{ background: #f3f3f3; }} td:first-child, th:first-child {{ text-align: left
 <h1>{html.escape(title)}</h1>
 <p class="header">{html.escape(header)}</p>
 <h2>How far the imagined ranking can be trusted</h2>
-<p>{len(result['policies'])} policies; 95% bootstrap intervals over policies.</p>
+<p>{len(result['policies'])} policies; 95% bootstrap intervals over policies. MMRV, regret and error are on the
+normalized return (D4RL score / 100: 0 random, 1 expert).</p>
 {_html_table(["metric", "value", "95% interval"], metric_rows)}
 <div class="figs"><img alt="imagined against real" src="data:image/png;base64,{imgs['returns.png']}">
 <img alt="rank against rank" src="data:image/png;base64,{imgs['ranks.png']}"></div>
