@@ -48,7 +48,11 @@ class MOPO(SAC):
     uses_model = True
 
     def __init__(self, obs_dim: int, act_dim: int, cfg: MOPOConfig | None = None, model=None, device="cpu"):
-        super().__init__(obs_dim, act_dim, (cfg or MOPOConfig()).validate(), model, device)
+        cfg = (cfg or MOPOConfig()).validate()
+        if cfg.penalty == "aleatoric" and model is not None and not getattr(model, "has_aleatoric", True):
+            raise ReverieError(f"agent.penalty: this world model ({type(model).__name__}) predicts no aleatoric "
+                               "std; use agent.penalty=disagreement")
+        super().__init__(obs_dim, act_dim, cfg, model, device)
 
     def judge(self, out) -> Tensor:
         """Called by the rollout engine on each model step: ``u`` from the members the model returned."""

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m eval.horizon_stability " + " ".join(argv if argv is not None else sys.argv[1:])
     header = (f"Dataset {ds.name} ({len(ds):,} transitions); policy: the zoo's {args.policy} snapshot, acting "
               f"deterministically; {args.rows} start states from the dataset; world model: {args.members}-member "
-              f"{'LayerNorm ' if model.cfg.layer_norm else ''}ensemble, one of its {args.elites} elites held per row; cut where the held member's "
+              f"{'LayerNorm ' if getattr(model.cfg, 'layer_norm', False) else ''}ensemble, one of its {args.elites} elites held per row; cut where the held member's "
               f"uncertainty passes its maximum on the data. Seed {args.seed}. Command: `{command}`")
     write_report(rows, Path(args.out), header)
     print(Path(args.out, "horizon_stability.md").read_text())

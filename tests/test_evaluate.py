@@ -120,3 +120,22 @@ def test_bad_input_is_refused_in_one_line(capsys, tmp_path, setup):
         assert code == 2 and message in err, err
         assert len(err.strip().splitlines()) == 1
         assert not (out_dir / "report.html").exists() and not (out_dir / "results.json").exists()
+
+
+@pytest.mark.parametrize("mode", ["step", "segment"])
+def test_a_diffusion_model_is_fitted_trained_in_and_evaluated_like_the_ensemble(capsys, tmp_path, setup, mode):
+    fit = ["world_model=diffusion", f"world_model.mode={mode}", "world_model.segment=4", "world_model.members=2",
+           "world_model.elites=2", "world_model.hidden=32", "world_model.max_epochs=2"]
+    code, out, err = run(capsys, "fit", f"dataset={setup['data']}", *fit, f"run_dir={tmp_path / 'fit'}")
+    assert code == 0 and "member 1:" in out, err
+    model = tmp_path / "fit" / "world_model.pt"
+    code, out, err = run(capsys, "train", "agent=mopo", "agent.penalty=disagreement", f"dataset={setup['data']}",
+                         f"world_model.checkpoint={model}", "train.steps=40", *FAST[:1], "train.rollout_batch=50",
+                         "train.rollout_every=20", "train.final_eval_episodes=1", f"run_dir={tmp_path / 'train'}")
+    assert code == 0 and "mopo on hopper-tiny" in out, err
+    code, out, err = run(capsys, "evaluate", f"dataset={setup['data']}", f"world_model.checkpoint={model}",
+                         f"policies=[zoo,{tmp_path / 'train'}]", *QUICK, f"run_dir={tmp_path / 'ev'}")
+    assert code == 0, err
+    result = json.loads((tmp_path / "ev" / "results.json").read_text())
+    assert [p["policy"] for p in result["policies"]][-1] == "train" and len(result["policies"]) == 13
+    assert all(p["nonfinite_rows"] == 0 for p in result["policies"]) and "Spearman" in out

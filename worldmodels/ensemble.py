@@ -90,6 +90,8 @@ class Normalizer(nn.Module):
 
 
 class GaussianEnsemble(nn.Module):
+    checkpoint_format = CHECKPOINT_FORMAT
+
     def __init__(self, obs_dim: int, act_dim: int, cfg: EnsembleConfig | None = None, task: str | None = None,
                  terminated=None):
         """``terminated`` (a batched ``obs -> bool`` function) overrides the task's; without

@@ -14,9 +14,12 @@ import torch
 
 from envs.config import build_config
 from envs.errors import ReverieError
+from worldmodels.diffusion import DiffusionConfig, DiffusionWorldModel
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
 
-WORLD_MODELS = {"ensemble": (GaussianEnsemble, EnsembleConfig)}
+nn_module = torch.nn.Module   # a world model: GaussianEnsemble or DiffusionWorldModel
+
+WORLD_MODELS = {"ensemble": (GaussianEnsemble, EnsembleConfig), "diffusion": (DiffusionWorldModel, DiffusionConfig)}
 NOT_MODEL_KEYS = ("name", "checkpoint")
 
 
@@ -36,15 +39,33 @@ def dataset_fingerprint(ds) -> str:
 
 
 def fit_world_model(ds, values: dict, seed: int, progress=None, device: str | torch.device = "cpu",
-                    checkpoint: Path | None = None) -> tuple[GaussianEnsemble, dict]:
+                    checkpoint: Path | None = None) -> tuple[nn_module, dict]:
     """Fit from scratch, or resume the same fit from ``checkpoint`` (removed once the fit ends)."""
     cfg = world_model_config(values)
     torch.manual_seed(seed)
     model = WORLD_MODELS[values["name"]][0](ds.obs_dim, ds.act_dim, cfg, task=ds.task).to(device)
     t = torch.from_numpy
+    episodes = {"episode_ends": ds.episode_ends()} if getattr(model, "fits_on_episodes", False) else {}
     metrics = model.fit(t(ds.observations), t(ds.actions), t(ds.next_observations), t(ds.rewards),
-                        torch.Generator().manual_seed(seed), progress=progress, checkpoint=checkpoint)
+                        torch.Generator().manual_seed(seed), progress=progress, checkpoint=checkpoint, **episodes)
     return model, metrics
+
+
+def load_model(path: str | Path, map_location: str | torch.device = "cpu"):
+    """Any saved world model, by the format its file names."""
+    path = Path(path)
+    if not path.is_file():
+        raise ReverieError(f"{path}: world-model checkpoint not found")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise ReverieError(f"{path}: not a readable checkpoint ({type(exc).__name__})") from None
+    fmt = blob.get("format") if isinstance(blob, dict) else None
+    for cls, _ in WORLD_MODELS.values():
+        if fmt == cls.checkpoint_format:
+            return cls.load(path, map_location)
+    known = ", ".join(f"'{c.checkpoint_format}'" for c, _ in WORLD_MODELS.values())
+    raise ReverieError(f"{path}: field 'format': expected one of {known}")
 
 
 @contextmanager
@@ -59,7 +80,7 @@ def _locked(path: Path):
 
 
 def cached_world_model(ds, values: dict, seed: int, cache_root: Path, progress=None,
-                       device: str | torch.device = "cpu") -> tuple[GaussianEnsemble, dict, bool]:
+                       device: str | torch.device = "cpu") -> tuple[nn_module, dict, bool]:
     """A model fitted to exactly this data, config and seed: from the cache, or fitted and cached."""
     cfg = world_model_config(values)
     key = hashlib.blake2b(json.dumps({"name": values["name"], "config": asdict(cfg), "seed": seed,
@@ -68,7 +89,7 @@ def cached_world_model(ds, values: dict, seed: int, cache_root: Path, progress=N
     path = cache_root / f"{ds.name}-{values['name']}-seed{seed}-{key}.pt"
     with _locked(path):
         if path.is_file():
-            model = GaussianEnsemble.load(path).to(device)
+            model = load_model(path).to(device)
             return model, {"holdout_mse_mean": model.holdout_mse.mean().item(),
                            "holdout_mse_elites": model.holdout_mse[model.elites].mean().item()}, True
         partial = path.with_name(path.stem + ".fit-checkpoint.pt")   # a fit cut short resumes from here
@@ -78,9 +99,9 @@ def cached_world_model(ds, values: dict, seed: int, cache_root: Path, progress=N
         return model, metrics, False
 
 
-def load_world_model(path: str | Path, ds, device: str | torch.device = "cpu") -> GaussianEnsemble:
+def load_world_model(path: str | Path, ds, device: str | torch.device = "cpu") -> nn_module:
     """A saved model, refused unless it was fitted for this dataset's task and dimensions."""
-    model = GaussianEnsemble.load(path).to(device)
+    model = load_model(path).to(device)
     spec = model.spec
     if spec.task is not None and ds.task is not None and spec.task != ds.task:
         raise ReverieError(f"{path}: world model was fitted for task '{spec.task}' (obs_dim={spec.obs_dim}, "

@@ -164,6 +164,8 @@ def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, g
     B = start.obs.shape[0]
     if horizon < 1:
         raise ValueError(f"horizon: expected a positive number of steps, got {horizon}")
+    if getattr(source, "plans_with_policy", False):   # a segment model plans a segment's later actions
+        init_kwargs = {"policy": policy, "policy_deterministic": deterministic, **init_kwargs}
     state = source.init_state(start if isinstance(source, SimulatorSource) else start.obs, generator, **init_kwargs)
     pstate = policy.initial_state(B)
     obs = start.obs
