@@ -190,6 +190,7 @@ class DiffusionWorldModel(nn.Module):
         self._terminated = terminated or (get_task(task).terminated if task else None)
         self.train_scheduler = self._scheduler("ddpm")
         self._sampler = None                                # built on first use from the training config
+        self.chunk_rows: int | None = 1024
         self.plans_with_policy = cfg.mode == "segment"
 
     fits_on_episodes = True      # segments must not cross an episode's end
@@ -229,13 +230,17 @@ class DiffusionWorldModel(nn.Module):
         ``actions`` is ``[B, A]`` (step) or ``[B, H, A]`` (segment)."""
         cfg = self.cfg
         B = obs.shape[0]
+        if noise is None:
+            noise = self.initial_noise(B, generator, deterministic, obs.device)
+        if self.chunk_rows and B > self.chunk_rows:    # blocks of rows stay in cache: ~2x, as for the ensemble
+            return torch.cat([self._sample(obs[i:i + self.chunk_rows], actions[i:i + self.chunk_rows], generator,
+                                           deterministic, noise[i:i + self.chunk_rows])
+                              for i in range(0, B, self.chunk_rows)], dim=1)
         if self._sampler is None:
             self._sampler = self._scheduler(cfg.sampler)
         sched = self._sampler
         sched.set_timesteps(cfg.sample_steps, device=obs.device)
         shape = self._shape(B)
-        if noise is None:
-            noise = self.initial_noise(B, generator, deterministic, obs.device)
         x = (noise * sched.init_noise_sigma).expand(cfg.members, *shape).contiguous()
         obs_n, act_n = self.obs_norm(obs), self.act_norm(actions)
         flat = (cfg.members * B, *shape[1:])
