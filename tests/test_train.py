@@ -100,7 +100,7 @@ def test_kill_9_and_resume_gives_the_weights_of_an_uninterrupted_run(tmp_path, h
 
 @pytest.mark.parametrize("argv, expected", [
     (["agent=nope"], "unknown agent 'nope': expected one of"),
-    (["world_model=nope"], "unknown world_model 'nope': expected one of ensemble"),
+    (["world_model=nope"], "unknown world_model 'nope': expected one of diffusion, ensemble"),
     (["agent.penalty_coef=abc"], "agent.penalty_coef: expected a number, got 'abc'"),
     (["agent.penalty_coef=-1"], "agent.penalty_coef: expected a value >= 0, got -1.0"),
     (["agent.penalty=median"], "agent.penalty: expected one of aleatoric, disagreement, got 'median'"),

@@ -39,7 +39,7 @@ standard deviation: MOPO must use ``penalty=disagreement`` with this model.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,9 +48,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from agents.networks import EnsembleLinear
-from envs.atomic_io import atomic_path
 from envs.errors import ReverieError
 from envs.tasks import get_task
+from worldmodels.base import FitCheckpoint, WorldModel
 from worldmodels.contract import ModelSpec, StepOut, check_batch
 from worldmodels.ensemble import Normalizer
 
@@ -168,8 +168,9 @@ class SegmentDenoiser(nn.Module):
         return y.reshape(B, E, self.dim, H).permute(1, 0, 3, 2)
 
 
-class DiffusionWorldModel(nn.Module):
+class DiffusionWorldModel(WorldModel):
     checkpoint_format = CHECKPOINT_FORMAT
+    config_class = DiffusionConfig
 
     def __init__(self, obs_dim: int, act_dim: int, cfg: DiffusionConfig | None = None, task: str | None = None,
                  terminated=None):
@@ -278,18 +279,9 @@ class DiffusionWorldModel(nn.Module):
         first = self.predict_segments(obs, a, deterministic=True)[:, :, 0]
         return first, torch.zeros_like(first)
 
-    def sample_members(self, n: int, generator: torch.Generator | None = None) -> Tensor:
-        pick = torch.randint(0, len(self.elites), (n,), generator=generator, device=self.elites.device)
-        return self.elites[pick]
-
-    # --------------------------------------------------------------- rollouts
     def init_state(self, start: Tensor, generator: torch.Generator | None = None, member: Tensor | None = None,
                    policy=None, policy_deterministic: bool = True) -> dict:
-        check_batch("start", start, self.spec.obs_dim)
-        if member is not None and (member.shape != (start.shape[0],) or member.dtype != torch.long
-                                   or not ((member >= 0) & (member < self.cfg.members)).all()):
-            raise ValueError(f"member: expected {start.shape[0]} member indices in [0, {self.cfg.members}), "
-                             f"got shape {list(member.shape)} of {member.dtype}")
+        self.check_start(start, member)
         B, H = start.shape[0], self.cfg.horizon
         return {"obs": start, "member": member, "policy": policy, "policy_deterministic": policy_deterministic,
                 "k": torch.full((B,), H, dtype=torch.long, device=start.device),          # H: no segment yet
@@ -379,9 +371,9 @@ class DiffusionWorldModel(nn.Module):
         (the same draws every epoch); each member keeps its best weights; elites by that loss.
         ``checkpoint`` makes the fit resumable as the ensemble's is."""
         cfg, H, D = self.cfg, self.cfg.horizon, self.dim
-        start_state = generator.get_state()
         dev = self.elites.device
         n = obs.shape[0]
+        fit_checkpoint = FitCheckpoint(checkpoint, n, cfg, generator)   # before any draw: it names the fit
         ends = np.asarray(episode_ends if episode_ends is not None else [n])
         episode_end = np.repeat(ends, np.diff(np.concatenate([[0], ends])))
         starts = self._windows(n, episode_end)
@@ -433,15 +425,11 @@ class DiffusionWorldModel(nn.Module):
         best = holdout_loss()
         best_state = {k_: v.clone() for k_, v in self.net.state_dict().items()}
         stale, first, last = 0, 1, cfg.max_epochs
-        if checkpoint is not None and Path(checkpoint).is_file():
-            blob = torch.load(checkpoint, map_location=dev, weights_only=False)
-            if blob["n"] == n and blob["config"] == asdict(cfg) and torch.equal(blob["generator_start"], start_state):
-                self.load_state_dict(blob["model"])
-                opt.load_state_dict(blob["optimizer"])
-                best, best_state, stale = blob["best"], blob["best_state"], blob["stale"]
-                generator.set_state(blob["generator"])
-                first = blob["epoch"] + 1
-                last = blob["epoch"] if stale >= cfg.patience else last
+        saved = fit_checkpoint.resume(self, opt, generator, dev)
+        if saved is not None:                                   # the same fit, cut short: continue it
+            best, best_state, stale = saved["best"], saved["best_state"], saved["stale"]
+            first = saved["epoch"] + 1
+            last = saved["epoch"] if stale >= cfg.patience else last     # it had stopped early
         epoch = first - 1
         for epoch in range(first, last + 1):
             order = torch.argsort(torch.rand(E, n_tr, generator=generator), dim=1).to(dev)
@@ -464,12 +452,7 @@ class DiffusionWorldModel(nn.Module):
                 stale = 0
             else:
                 stale += 1
-            if checkpoint is not None:
-                blob = {"n": n, "config": asdict(cfg), "generator_start": start_state, "model": self.state_dict(),
-                        "optimizer": opt.state_dict(), "best": best, "best_state": best_state, "stale": stale,
-                        "epoch": epoch, "generator": generator.get_state()}
-                with atomic_path(checkpoint, suffix=".pt") as tmp:
-                    torch.save(blob, tmp)
+            fit_checkpoint.write(self, opt, generator, best=best, best_state=best_state, stale=stale, epoch=epoch)
             if progress is not None:
                 progress(epoch, loss_ho)
             if stale >= cfg.patience:
@@ -487,26 +470,3 @@ class DiffusionWorldModel(nn.Module):
         E = self.cfg.members
         view_d, view_s = dst.view(E, -1), src.reshape(E, -1)
         view_d[improved] = view_s[improved]
-
-    # ------------------------------------------------------------ persistence
-    def save(self, path: str | Path) -> None:
-        blob = {"format": CHECKPOINT_FORMAT, "spec": asdict(self.spec), "config": asdict(self.cfg),
-                "state_dict": self.state_dict()}
-        with atomic_path(path, suffix=".pt") as tmp:
-            torch.save(blob, tmp)
-
-    @classmethod
-    def load(cls, path: str | Path, map_location: str | torch.device = "cpu") -> "DiffusionWorldModel":
-        path = Path(path)
-        if not path.is_file():
-            raise ReverieError(f"{path}: world-model checkpoint not found")
-        try:
-            blob = torch.load(path, map_location=map_location, weights_only=True)
-        except Exception as exc:
-            raise ReverieError(f"{path}: not a readable checkpoint ({type(exc).__name__})") from None
-        if not isinstance(blob, dict) or blob.get("format") != CHECKPOINT_FORMAT:
-            raise ReverieError(f"{path}: field 'format': expected '{CHECKPOINT_FORMAT}'")
-        spec = blob["spec"]
-        model = cls(spec["obs_dim"], spec["act_dim"], DiffusionConfig(**blob["config"]), task=spec.get("task"))
-        model.load_state_dict(blob["state_dict"])
-        return model

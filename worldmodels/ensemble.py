@@ -14,7 +14,7 @@ each group goes through its own member's weights only.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -22,9 +22,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from agents.networks import EnsembleLinear
-from envs.atomic_io import atomic_path
 from envs.errors import ReverieError
 from envs.tasks import get_task
+from worldmodels.base import FitCheckpoint, WorldModel
 from worldmodels.contract import ModelSpec, StepOut, check_batch
 
 CHECKPOINT_FORMAT = "reverie.gaussian_ensemble/1"
@@ -89,8 +89,9 @@ class Normalizer(nn.Module):
         return x * self.std + self.mean
 
 
-class GaussianEnsemble(nn.Module):
+class GaussianEnsemble(WorldModel):
     checkpoint_format = CHECKPOINT_FORMAT
+    config_class = EnsembleConfig
 
     def __init__(self, obs_dim: int, act_dim: int, cfg: EnsembleConfig | None = None, task: str | None = None,
                  terminated=None):
@@ -189,18 +190,9 @@ class GaussianEnsemble(nn.Module):
         return self._to_world(obs, mean, logvar)
 
     # ---------------------------------------------------------------- contract
-    def sample_members(self, n: int, generator: torch.Generator | None = None) -> Tensor:
-        """``n`` draws from the posterior over models: an elite, uniformly, per row."""
-        pick = torch.randint(0, len(self.elites), (n,), generator=generator, device=self.elites.device)
-        return self.elites[pick]
-
     def init_state(self, start: Tensor, generator: torch.Generator | None = None, member: Tensor | None = None) -> dict:
         """``member`` ``[B]`` holds one member per row for the whole rollout; None draws an elite each step."""
-        check_batch("start", start, self.spec.obs_dim)
-        if member is not None and (member.shape != (start.shape[0],) or member.dtype != torch.long
-                                   or not ((member >= 0) & (member < self.cfg.members)).all()):
-            raise ValueError(f"member: expected {start.shape[0]} member indices in [0, {self.cfg.members}), "
-                             f"got shape {list(member.shape)} of {member.dtype}")
+        self.check_start(start, member)
         return {"obs": start, "member": member}
 
     @torch.no_grad()
@@ -241,10 +233,10 @@ class GaussianEnsemble(nn.Module):
         (atomically) and a fit that finds one resumes from it: a fit killed at any point
         and run again ends with the same weights as one that never stopped."""
         cfg = self.cfg
-        start_state = generator.get_state()
         dev = self.max_logvar.device          # fit where the model lives; indices are drawn on the CPU
         obs, act, next_obs, reward = (t.to(dev) for t in (obs, act, next_obs, reward))
         n = obs.shape[0]
+        fit_checkpoint = FitCheckpoint(checkpoint, n, cfg, generator)   # before any draw: it names the fit
         inputs = torch.cat([obs, act], dim=-1)
         targets = torch.cat([next_obs - obs, reward[:, None]], dim=-1)
         n_hold = min(int(n * cfg.holdout_ratio), cfg.max_holdout)
@@ -276,16 +268,11 @@ class GaussianEnsemble(nn.Module):
         member_keys = [k for k in self.state_dict() if k.startswith(("layers.", "norms.", "head."))]
         best_state = {k: v.clone() for k, v in self.state_dict().items() if k in member_keys}
         stale, first, last = 0, 1, cfg.max_epochs
-        if checkpoint is not None and Path(checkpoint).is_file():
-            blob = torch.load(checkpoint, map_location=dev, weights_only=False)
-            if (blob["n"] == n and blob["config"] == asdict(cfg)
-                    and torch.equal(blob["generator_start"], start_state)):   # the same fit: continue it
-                self.load_state_dict(blob["model"])
-                opt.load_state_dict(blob["optimizer"])
-                best, best_state, stale = blob["best"], blob["best_state"], blob["stale"]
-                generator.set_state(blob["generator"])
-                first = blob["epoch"] + 1
-                last = blob["epoch"] if stale >= cfg.patience else last     # it had stopped early
+        saved = fit_checkpoint.resume(self, opt, generator, dev)
+        if saved is not None:                                   # the same fit, cut short: continue it
+            best, best_state, stale = saved["best"], saved["best_state"], saved["stale"]
+            first = saved["epoch"] + 1
+            last = saved["epoch"] if stale >= cfg.patience else last     # it had stopped early
         epoch = first - 1
         for epoch in range(first, last + 1):
             order = torch.argsort(torch.rand(E, n_tr, generator=generator), dim=1).to(dev)
@@ -308,12 +295,7 @@ class GaussianEnsemble(nn.Module):
                 stale = 0
             else:
                 stale += 1
-            if checkpoint is not None:
-                blob = {"n": n, "config": asdict(cfg), "generator_start": start_state,
-                        "model": self.state_dict(), "optimizer": opt.state_dict(), "best": best,
-                        "best_state": best_state, "stale": stale, "epoch": epoch, "generator": generator.get_state()}
-                with atomic_path(checkpoint, suffix=".pt") as tmp:
-                    torch.save(blob, tmp)
+            fit_checkpoint.write(self, opt, generator, best=best, best_state=best_state, stale=stale, epoch=epoch)
             if progress is not None:
                 progress(epoch, mse)
             if stale >= cfg.patience:
@@ -324,28 +306,3 @@ class GaussianEnsemble(nn.Module):
         return {"epochs": float(epoch), "holdout_mse_mean": best.mean().item(),
                 "holdout_mse_elites": best[self.elites].mean().item(),
                 **{f"holdout_mse/member_{e}": best[e].item() for e in range(E)}}
-
-    # ------------------------------------------------------------ persistence
-    def save(self, path: str | Path) -> None:
-        blob = {"format": CHECKPOINT_FORMAT, "spec": asdict(self.spec), "config": asdict(self.cfg),
-                "state_dict": self.state_dict()}
-        with atomic_path(path, suffix=".pt") as tmp:
-            torch.save(blob, tmp)
-
-    @classmethod
-    def load(cls, path: str | Path, map_location: str | torch.device = "cpu") -> "GaussianEnsemble":
-        path = Path(path)
-        if not path.is_file():
-            raise ReverieError(f"{path}: world-model checkpoint not found")
-        try:
-            blob = torch.load(path, map_location=map_location, weights_only=True)
-        except Exception as exc:
-            raise ReverieError(f"{path}: not a readable checkpoint ({type(exc).__name__})") from None
-        if not isinstance(blob, dict) or blob.get("format") != CHECKPOINT_FORMAT:
-            raise ReverieError(f"{path}: field 'format': expected '{CHECKPOINT_FORMAT}'")
-        conf = blob["config"]
-        cfg = EnsembleConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in conf.items()})
-        spec = blob["spec"]
-        model = cls(spec["obs_dim"], spec["act_dim"], cfg, task=spec.get("task"))
-        model.load_state_dict(blob["state_dict"])
-        return model

@@ -14,10 +14,9 @@ import torch
 
 from envs.config import build_config
 from envs.errors import ReverieError
+from worldmodels.base import WorldModel, read_checkpoint
 from worldmodels.diffusion import DiffusionConfig, DiffusionWorldModel
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
-
-nn_module = torch.nn.Module   # a world model: GaussianEnsemble or DiffusionWorldModel
 
 WORLD_MODELS = {"ensemble": (GaussianEnsemble, EnsembleConfig), "diffusion": (DiffusionWorldModel, DiffusionConfig)}
 NOT_MODEL_KEYS = ("name", "checkpoint")
@@ -39,7 +38,7 @@ def dataset_fingerprint(ds) -> str:
 
 
 def fit_world_model(ds, values: dict, seed: int, progress=None, device: str | torch.device = "cpu",
-                    checkpoint: Path | None = None) -> tuple[nn_module, dict]:
+                    checkpoint: Path | None = None) -> tuple[WorldModel, dict]:
     """Fit from scratch, or resume the same fit from ``checkpoint`` (removed once the fit ends)."""
     cfg = world_model_config(values)
     torch.manual_seed(seed)
@@ -53,19 +52,9 @@ def fit_world_model(ds, values: dict, seed: int, progress=None, device: str | to
 
 def load_model(path: str | Path, map_location: str | torch.device = "cpu"):
     """Any saved world model, by the format its file names."""
-    path = Path(path)
-    if not path.is_file():
-        raise ReverieError(f"{path}: world-model checkpoint not found")
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise ReverieError(f"{path}: not a readable checkpoint ({type(exc).__name__})") from None
-    fmt = blob.get("format") if isinstance(blob, dict) else None
-    for cls, _ in WORLD_MODELS.values():
-        if fmt == cls.checkpoint_format:
-            return cls.load(path, map_location)
-    known = ", ".join(f"'{c.checkpoint_format}'" for c, _ in WORLD_MODELS.values())
-    raise ReverieError(f"{path}: field 'format': expected one of {known}")
+    blob = read_checkpoint(path, tuple(cls.checkpoint_format for cls, _ in WORLD_MODELS.values()))
+    cls = next(c for c, _ in WORLD_MODELS.values() if c.checkpoint_format == blob["format"])
+    return cls.load(path, map_location)
 
 
 @contextmanager
@@ -80,7 +69,7 @@ def _locked(path: Path):
 
 
 def cached_world_model(ds, values: dict, seed: int, cache_root: Path, progress=None,
-                       device: str | torch.device = "cpu") -> tuple[nn_module, dict, bool]:
+                       device: str | torch.device = "cpu") -> tuple[WorldModel, dict, bool]:
     """A model fitted to exactly this data, config and seed: from the cache, or fitted and cached."""
     cfg = world_model_config(values)
     key = hashlib.blake2b(json.dumps({"name": values["name"], "config": asdict(cfg), "seed": seed,
@@ -99,7 +88,7 @@ def cached_world_model(ds, values: dict, seed: int, cache_root: Path, progress=N
         return model, metrics, False
 
 
-def load_world_model(path: str | Path, ds, device: str | torch.device = "cpu") -> nn_module:
+def load_world_model(path: str | Path, ds, device: str | torch.device = "cpu") -> WorldModel:
     """A saved model, refused unless it was fitted for this dataset's task and dimensions."""
     model = load_model(path).to(device)
     spec = model.spec

@@ -20,6 +20,7 @@ import argparse
 import time
 
 import torch
+from _timing import best_of
 from torch import nn
 
 from agents.mopo import MOPO, MOPOConfig
@@ -31,19 +32,9 @@ from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
 OBS, ACT, E, HIDDEN = 11, 3, 7, (200, 200, 200, 200)
 
 
-def timeit(fn, repeats: int) -> float:
-    fn()  # warm up (allocator, compile)
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def matmul_peak(repeats: int) -> float:
     a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
-    return 2 * 2048**3 / timeit(lambda: a @ b, repeats) / 1e9
+    return 2 * 2048**3 / best_of(lambda: a @ b, repeats) / 1e9
 
 
 def flops_per_transition() -> float:
@@ -93,26 +84,26 @@ def main() -> None:
     rows = {}
     loop = PerMemberLoop()
     x = torch.randn(B, OBS + ACT)
-    rows["eager per-member loop (baseline)"] = timeit(lambda: loop(x), args.repeats)
+    rows["eager per-member loop (baseline)"] = best_of(lambda: loop(x), args.repeats)
     for chunk in (None, 8192, 1024):
         model.chunk_rows = chunk
-        rows[f"batched step, chunk_rows={chunk}"] = timeit(lambda: model.step(state, act, generator=g), args.repeats)
+        rows[f"batched step, chunk_rows={chunk}"] = best_of(lambda: model.step(state, act, generator=g), args.repeats)
     try:
         model.chunk_rows = None
         compiled = torch.compile(model.predict, dynamic=False)
-        rows["batched predict, torch.compile"] = timeit(lambda: compiled(obs, act), args.repeats)
+        rows["batched predict, torch.compile"] = best_of(lambda: compiled(obs, act), args.repeats)
     except Exception as exc:  # a missing compiler is a finding, not a crash
         print(f"torch.compile unavailable: {type(exc).__name__}: {str(exc).splitlines()[0][:100]}")
     model.chunk_rows = model.default_chunk_rows()
-    all_member = timeit(lambda: model.step(state, act, generator=g), args.repeats)
+    all_member = best_of(lambda: model.step(state, act, generator=g), args.repeats)
     rows[f"library default: fp32, chunk_rows={model.chunk_rows}"] = all_member
     half = GaussianEnsemble(OBS, ACT, EnsembleConfig(members=E, hidden=HIDDEN, inference_dtype="bfloat16"),
                             task="hopper")
     half.load_state_dict(model.state_dict())
-    rows[f"inference_dtype=bfloat16, chunk_rows={half.chunk_rows}"] = timeit(
+    rows[f"inference_dtype=bfloat16, chunk_rows={half.chunk_rows}"] = best_of(
         lambda: half.step(state, act, generator=g), args.repeats)
     member = torch.randint(0, E, (B,), generator=g)
-    one = timeit(lambda: model.predict_member(obs, act, member), args.repeats)
+    one = best_of(lambda: model.predict_member(obs, act, member), args.repeats)
     base = rows["eager per-member loop (baseline)"]
     print(f"\nall-member step, hopper dims, {E} members of {len(HIDDEN)}x{HIDDEN[0]}, batch {B:,}:")
     for name, sec in rows.items():
@@ -130,7 +121,7 @@ def main() -> None:
     batch = {"obs": torch.randn(256, OBS), "actions": torch.rand(256, ACT) * 2 - 1, "rewards": torch.randn(256),
              "next_obs": torch.randn(256, OBS), "terminated": torch.zeros(256, dtype=torch.bool)}
     sac = SAC(OBS, ACT)
-    sac_sec = timeit(lambda: [sac.update(batch, g) for _ in range(args.updates)], 1) / args.updates
+    sac_sec = best_of(lambda: [sac.update(batch, g) for _ in range(args.updates)], 1) / args.updates
     cfg = TrainConfig(steps=10**9, batch_size=256, rollout_batch=50_000, rollout_every=1000, rollout_length=5,
                       eval_every=10**9, checkpoint_every=10**9, log_every=10**9)
     steps = max(args.updates, 1000)

@@ -1,0 +1,94 @@
+"""What every world model shares: posterior draws, member checks, saving and loading, and a fit
+that resumes from its last epoch."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from envs.atomic_io import atomic_path
+from envs.errors import ReverieError
+from worldmodels.contract import check_batch
+
+
+def read_checkpoint(path: str | Path, formats: tuple[str, ...], map_location="cpu") -> dict:
+    """A saved model's record, refused on one line unless it is a readable file of one of ``formats``."""
+    path = Path(path)
+    if not path.is_file():
+        raise ReverieError(f"{path}: world-model checkpoint not found")
+    try:
+        blob = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:
+        raise ReverieError(f"{path}: not a readable checkpoint ({type(exc).__name__})") from None
+    if not isinstance(blob, dict) or blob.get("format") not in formats:
+        raise ReverieError(f"{path}: field 'format': expected " + " or ".join(f"'{f}'" for f in formats))
+    return blob
+
+
+class WorldModel(nn.Module):
+    """Subclasses set ``checkpoint_format`` and ``config_class`` and build from
+    ``(obs_dim, act_dim, cfg, task=...)``; they hold ``spec``, ``cfg`` and an ``elites`` buffer."""
+
+    checkpoint_format: str
+    config_class: type
+
+    def sample_members(self, n: int, generator: torch.Generator | None = None) -> Tensor:
+        """``n`` draws from the posterior over models: an elite, uniformly, per row."""
+        pick = torch.randint(0, len(self.elites), (n,), generator=generator, device=self.elites.device)
+        return self.elites[pick]
+
+    def check_start(self, start: Tensor, member: Tensor | None) -> None:
+        check_batch("start", start, self.spec.obs_dim)
+        if member is not None and (member.shape != (start.shape[0],) or member.dtype != torch.long
+                                   or not ((member >= 0) & (member < self.cfg.members)).all()):
+            raise ValueError(f"member: expected {start.shape[0]} member indices in [0, {self.cfg.members}), "
+                             f"got shape {list(member.shape)} of {member.dtype}")
+
+    def save(self, path: str | Path) -> None:
+        blob = {"format": self.checkpoint_format, "spec": asdict(self.spec), "config": asdict(self.cfg),
+                "state_dict": self.state_dict()}
+        with atomic_path(path, suffix=".pt") as tmp:
+            torch.save(blob, tmp)
+
+    @classmethod
+    def load(cls, path: str | Path, map_location: str | torch.device = "cpu"):
+        blob = read_checkpoint(path, (cls.checkpoint_format,), map_location)
+        cfg = cls.config_class(**{k: tuple(v) if isinstance(v, list) else v for k, v in blob["config"].items()})
+        spec = blob["spec"]
+        model = cls(spec["obs_dim"], spec["act_dim"], cfg, task=spec.get("task"))
+        model.load_state_dict(blob["state_dict"])
+        return model
+
+
+class FitCheckpoint:
+    """A fit's whole state after each epoch, written atomically to ``path`` (None: not kept). A fit
+    that finds the checkpoint of the same fit (same data size, config and seed) continues it, so a
+    fit killed at any point ends with the weights of one that never stopped."""
+
+    def __init__(self, path: str | Path | None, n: int, cfg, generator: torch.Generator):
+        self.path, self.n, self.config, self.start = path, n, asdict(cfg), generator.get_state()
+
+    def resume(self, model: nn.Module, opt, generator: torch.Generator, device) -> dict | None:
+        """The saved progress (``best``, ``best_state``, ``stale``, ``epoch``), with the model, optimiser
+        and generator restored to it; None when there is none of this fit."""
+        if self.path is None or not Path(self.path).is_file():
+            return None
+        blob = torch.load(self.path, map_location=device, weights_only=False)
+        if blob["n"] != self.n or blob["config"] != self.config or not torch.equal(blob["generator_start"],
+                                                                                    self.start):
+            return None
+        model.load_state_dict(blob["model"])
+        opt.load_state_dict(blob["optimizer"])
+        generator.set_state(blob["generator"])
+        return blob
+
+    def write(self, model: nn.Module, opt, generator: torch.Generator, **progress) -> None:
+        if self.path is None:
+            return
+        blob = {"n": self.n, "config": self.config, "generator_start": self.start, "model": model.state_dict(),
+                "optimizer": opt.state_dict(), "generator": generator.get_state(), **progress}
+        with atomic_path(self.path, suffix=".pt") as tmp:
+            torch.save(blob, tmp)
