@@ -67,7 +67,7 @@ def main() -> None:
     for steps in (1, 3):
         model = DiffusionWorldModel(OBS, ACT, DiffusionConfig(mode="segment", sample_steps=steps), task="hopper")
         t = best_of(lambda: rollout(model, policy, start, 16, g, deterministic=True), 1)
-        rows.append((f"diffusion segment mode (H=8, 2 planning passes), DDIM {steps}", 16 * n / t,
+        rows.append((f"diffusion segment mode (H=8, 1 planning pass), DDIM {steps}", 16 * n / t,
                      ens_rate / (16 * n / t)))
 
     print(f"imagined transitions per second, batch {B:,} (segment rows: {n:,}), {args.threads} threads:")
