@@ -139,3 +139,25 @@ def test_a_diffusion_model_is_fitted_trained_in_and_evaluated_like_the_ensemble(
     result = json.loads((tmp_path / "ev" / "results.json").read_text())
     assert [p["policy"] for p in result["policies"]][-1] == "train" and len(result["policies"]) == 13
     assert all(p["nonfinite_rows"] == 0 for p in result["policies"]) and "Spearman" in out
+
+
+def test_zoo_ranking_table_and_which_error_predicts_rank_quality(tmp_path):
+    from eval.zoo_ranking import LEVELS, TASKS, summarize
+
+    rng = np.random.default_rng(0)
+    for i, (task, level) in enumerate([(t, lv) for t in TASKS for lv in LEVELS][:5]):
+        rho = 0.5 + 0.1 * i                      # rank quality rises as the long-horizon error falls
+        ranking = {m: {"value": v, "low": v - 0.1, "high": v + 0.1}
+                   for m, v in (("spearman", rho), ("mmrv", 0.3 - 0.05 * i), ("kendall", rho), ("pearson", rho),
+                                ("regret@1", 0.1))}
+        err = {"1": {"value": float(rng.uniform(0.01, 0.02))}, "100": {"value": 1.0 - 0.1 * i}}
+        (tmp_path / f"{task}-{level}").mkdir()
+        (tmp_path / f"{task}-{level}" / "results.json").write_text(json.dumps(
+            {"ranking": ranking, "closed_loop": {"median_error_at": err, "calibration": 0.3},
+             "policies": [{}] * 12, "command": "reverie evaluate ..."}))
+    rows, lines = summarize(tmp_path, "python -m eval.zoo_ranking")
+    assert len(rows) == 5 and rows[0]["task"] == "hopper" and rows[0]["data"] == "random"
+    text = "\n".join(lines)
+    assert "| hopper | medium-replay | 0.70 [0.60, 0.80] | 0.200 [0.100, 0.300] |" in text
+    assert "| long horizon (step 100) | 1.00 [" in text           # perfectly ordered by construction
+    assert "Not yet run: halfcheetah-medium-replay, walker2d-random" in text
