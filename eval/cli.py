@@ -104,6 +104,8 @@ def run_dataset_make(cfg: DictConfig, ctx: RunContext) -> None:
     from envs.builtin import make_builtin
 
     _set_threads(cfg)
+    if str(cfg.task.name).startswith("metaworld-"):
+        return _make_manipulation(cfg, ctx)
     path, manifest, reused = make_builtin(
         cfg.task.name, cfg.level, size=cfg.size, seed=cfg.seed, num_envs=cfg.num_envs, force=cfg.force,
         cache_root=Path(cfg.cache_dir) if cfg.cache_dir else None, progress=sys.stderr.isatty(),
@@ -116,10 +118,49 @@ def run_dataset_make(cfg: DictConfig, ctx: RunContext) -> None:
              "dataset/seconds": manifest["seconds"]})
 
 
+def _make_manipulation(cfg: DictConfig, ctx: RunContext) -> None:
+    from envs.builtin import cache_dir
+    from envs.manipulation_data import make_manipulation
+
+    def progress(i, n):
+        if sys.stderr.isatty():
+            print(f"\r  episode {i}/{n}", end="" if i < n else "\n", file=sys.stderr, flush=True)
+
+    path, attrs, reused = make_manipulation(
+        cfg.task.name, str(cfg.level), int(cfg.episodes), int(cfg.seed), Path(cfg.cache_dir) if cfg.cache_dir else cache_dir(),
+        image_size=int(cfg.image_size), camera=str(cfg.camera), force=bool(cfg.force), progress=progress)
+    print(f"{'reused' if reused else 'made'} {path.stem}: {attrs['episodes']:,} episodes, {attrs['total_steps']:,} steps "
+          f"-> {path}")
+    if not reused:
+        print(f"took {attrs['seconds']:.1f} s ({attrs['frames_per_second']:,.0f} frames/s, simulation and rendering)")
+    ctx.log({"dataset/frames_per_second": attrs["frames_per_second"], "dataset/seconds": attrs["seconds"]})
+
+
+def _is_manipulation_file(source: str) -> bool:
+    import h5py
+
+    from envs.manipulation_data import FORMAT
+
+    path = Path(source).expanduser()
+    if not path.is_file() or path.suffix not in (".hdf5", ".h5"):
+        return False
+    try:
+        with h5py.File(path, "r") as f:
+            return f.attrs.get("format") == FORMAT
+    except OSError:
+        return False
+
+
 def run_dataset_info(cfg: DictConfig, ctx: RunContext) -> None:
     from envs.info import dataset_info, format_info
     from envs.sources import load_source
 
+    if _is_manipulation_file(str(cfg.source)):
+        from envs.manipulation_data import format_manipulation_info, manipulation_info, read_manipulation
+
+        info = manipulation_info(read_manipulation(Path(str(cfg.source)).expanduser()))
+        print(json.dumps(info) if cfg.json else format_manipulation_info(info))
+        return
     ds = load_source(cfg.source, task=cfg.task, size=cfg.size, seed=cfg.seed, progress=sys.stderr.isatty())
     info = dataset_info(ds)
     print(json.dumps(info) if cfg.json else format_info(info))
