@@ -222,6 +222,8 @@ def run_fit(cfg: DictConfig, ctx: RunContext) -> None:
     _set_threads(cfg)
     values = OmegaConf.to_container(cfg.world_model, resolve=True)
     wcfg = world_model_config(values)
+    if values["name"] == "video":
+        return _fit_video(cfg, ctx, values)
     ds = load_source(cfg.dataset, size=cfg.size, seed=cfg.seed, progress=sys.stderr.isatty())
     print(f"fitting {wcfg.members} members on {ds.name}: {len(ds):,} transitions")
 
@@ -239,6 +241,35 @@ def run_fit(cfg: DictConfig, ctx: RunContext) -> None:
     print(f"stopped after {int(metrics['epochs'])} epochs; holdout MSE (normalised targets) per member:")
     for e in range(wcfg.members):
         print(f"  member {e}: {model.holdout_mse[e].item():.4f}" + ("  elite" if e in elites else ""))
+    print(f"saved {path}")
+    ctx.log({k: v for k, v in metrics.items()})
+
+
+def _fit_video(cfg: DictConfig, ctx: RunContext, values: dict) -> None:
+    from envs.manipulation_data import read_manipulation
+    from worldmodels.registry import fit_video_model
+
+    sources = list(cfg.dataset) if OmegaConf.is_list(cfg.dataset) else [str(cfg.dataset)]
+    datasets = []
+    for src in sources:
+        if not _is_manipulation_file(src):
+            raise ReverieError(f"dataset: {src}: world_model=video needs a manipulation file "
+                               "(reverie dataset make task=metaworld-...)")
+        datasets.append(read_manipulation(Path(src).expanduser()))
+    steps = sum(len(e) for ds in datasets for e in ds.episodes)
+    print(f"fitting a video world model on {', '.join(ds.task for ds in datasets)}: {steps:,} steps", flush=True)
+    t0 = time.perf_counter()
+
+    def progress(stage, epoch, value):
+        ctx.log({f"fit/{stage}_holdout": value}, epoch)
+        print(f"  {stage} epoch {epoch}: holdout {value:.4f}", flush=True)
+
+    model, metrics = fit_video_model(datasets, values, int(cfg.seed), progress=progress)
+    path = ctx.run_dir / "world_model.pt"
+    model.save(path)
+    print(f"fitted in {time.perf_counter() - t0:.0f} s: reconstruction MSE {metrics['reconstruction_mse']:.4f}, "
+          f"latent dynamics holdout MSE (elites) {metrics['holdout_mse_elites']:.4f}, inverse dynamics MSE "
+          f"{metrics['inverse_dynamics_mse']:.4f}, success BCE {metrics['success_bce']:.4f}")
     print(f"saved {path}")
     ctx.log({k: v for k, v in metrics.items()})
 

@@ -32,6 +32,7 @@ class StepOut:
     uncertainty: Tensor  # [B] epistemic score (zeros where unknown)
     time_limit: Tensor | None = None  # [B] bool: a simulator's episode limit was reached (None for models)
     members: tuple[Tensor, Tensor] | None = None  # every member's mean and std of [next_obs, reward], [E, B, D]
+    success: Tensor | None = None        # [B] probability the task is done (manipulation models), else None
 
 
 class WorldModel(Protocol):

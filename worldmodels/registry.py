@@ -17,8 +17,10 @@ from envs.errors import ReverieError
 from worldmodels.base import WorldModel, read_checkpoint
 from worldmodels.diffusion import DiffusionConfig, DiffusionWorldModel
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
+from worldmodels.video import VideoConfig, VideoWorldModel
 
-WORLD_MODELS = {"ensemble": (GaussianEnsemble, EnsembleConfig), "diffusion": (DiffusionWorldModel, DiffusionConfig)}
+WORLD_MODELS = {"ensemble": (GaussianEnsemble, EnsembleConfig), "diffusion": (DiffusionWorldModel, DiffusionConfig),
+                "video": (VideoWorldModel, VideoConfig)}
 NOT_MODEL_KEYS = ("name", "checkpoint")
 
 
@@ -100,3 +102,29 @@ def load_world_model(path: str | Path, ds, device: str | torch.device = "cpu") -
         raise ReverieError(f"{path}: world model is for obs_dim={spec.obs_dim}, act_dim={spec.act_dim}; "
                            f"dataset {ds.name} has obs_dim={ds.obs_dim}, act_dim={ds.act_dim}")
     return model
+
+
+def fit_video_model(datasets: list, values: dict, seed: int, progress=None) -> tuple[VideoWorldModel, dict]:
+    """A video world model on one or more manipulation datasets (``envs.manipulation_data``) of one frame size;
+    its task names every task it saw."""
+    cfg = world_model_config(values)
+    sizes = {ds.image_size for ds in datasets}
+    if len(sizes) != 1:
+        raise ReverieError(f"dataset: the files hold frames of different sizes {sorted(sizes)}; use one size")
+    size = sizes.pop()
+    torch.manual_seed(seed)
+    tasks = ",".join(sorted({ds.task for ds in datasets}))
+    model = VideoWorldModel(3 * size * size + 4, 4, cfg, task=tasks)
+    episodes = [e for ds in datasets for e in ds.episodes]
+    metrics = model.fit_episodes(episodes, torch.Generator().manual_seed(seed), progress=progress)
+    return model, metrics
+
+
+def check_video_model(model, path, task: str, image_size: int) -> None:
+    """A video model is refused for a task it never saw or frames of another size, naming both."""
+    seen = (model.spec.task or "").split(",")
+    if task not in seen:
+        raise ReverieError(f"{path}: video world model was trained on {', '.join(seen)}, not {task}")
+    if model.size != image_size:
+        raise ReverieError(f"{path}: video world model takes {model.size}x{model.size} frames, got "
+                           f"{image_size}x{image_size}")

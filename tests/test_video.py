@@ -1,0 +1,87 @@
+"""The video world model: the step contract on frames, a fit that learns, persistence, bad input refused."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from envs.errors import ReverieError
+from envs.manipulation_data import ManipulationDataset, collect_episodes
+from worldmodels.registry import check_video_model, fit_video_model, load_model
+from worldmodels.rollout import StartStates, rollout
+from worldmodels.video import frames_to_obs, obs_to_frames
+
+SMALL = {"name": "video", "latent": 32, "channels": 16, "ae_epochs": 40, "ae_batch": 32, "max_epochs": 8, "head_epochs": 4,
+         "hidden": [64, 64], "members": 3, "elites": 2}
+
+
+@pytest.fixture(scope="module")
+def reach():
+    eps = collect_episodes("metaworld-reach", "expert", 3, seed=0, image_size=32)
+    eps += collect_episodes("metaworld-reach", "poor", 3, seed=1, image_size=32)
+    ds = ManipulationDataset(eps, {"task": "metaworld-reach", "image_size": 32})
+    model, metrics = fit_video_model([ds], SMALL, seed=0)
+    return ds, model, metrics
+
+
+class Replay:
+    """Recorded actions ``[T, B, 4]``, one step per call."""
+
+    def __init__(self, actions):
+        self.actions = actions
+
+    def initial_state(self, batch_size):
+        return 0
+
+    def act(self, state, obs, first, *, deterministic, generator=None, prev_reward=None):
+        return state + 1, self.actions[state]
+
+
+def test_frames_and_observations_round_trip():
+    images = torch.randint(0, 256, (5, 16, 16, 3), dtype=torch.uint8)
+    obs = frames_to_obs(images, torch.randn(5, 4))
+    assert obs.shape == (5, 3 * 16 * 16 + 4) and obs.dtype == torch.float32
+    torch.testing.assert_close(obs_to_frames(obs, 16), images.permute(0, 3, 1, 2).float() / 255)
+
+
+def test_the_autoencoder_learns_the_scene(reach):
+    ds, model, metrics = reach
+    frames = torch.cat([torch.from_numpy(e.images) for e in ds.episodes]).float() / 255
+    mean_frame_mse = (frames - frames.mean(0)).pow(2).mean().item()
+    assert metrics["reconstruction_mse"] < 0.5 * mean_frame_mse, (metrics, mean_frame_mse)
+
+
+def test_steps_keep_the_contract_on_frames(reach):
+    ds, model, _ = reach
+    e = ds.episodes[0]
+    start = frames_to_obs(e.images[:4], e.states[:4])
+    g = torch.Generator().manual_seed(0)
+    state = model.init_state(start, g, context=frames_to_obs(e.images[:4], e.states[:4]))
+    state, out = model.step(state, torch.from_numpy(e.actions[:4]), generator=g)
+    assert out.obs.shape == (4, 3 * 32 * 32 + 4) and out.obs[:, :-4].min() >= 0 and out.obs[:, :-4].max() <= 1
+    assert out.reward.shape == (4,) and (out.uncertainty >= 0).all() and ((out.success >= 0) & (out.success <= 1)).all()
+    held = model.init_state(start, g, member=torch.full((4,), 1))
+    a, _ = model.step(held, torch.from_numpy(e.actions[:4]), generator=g, deterministic=True)
+    b, _ = model.step(held, torch.from_numpy(e.actions[:4]), generator=g, deterministic=True)
+    torch.testing.assert_close(a["latent"], b["latent"])
+    actions = torch.from_numpy(e.actions[:40])[:, None].expand(-1, 4, -1)
+    ro = rollout(model, Replay(actions), StartStates(start), 40, g, deterministic=True)
+    assert ro.nonfinite_rows == 0 and ro.lengths().min() == 40
+
+
+def test_saved_model_predicts_the_same_and_refuses_other_tasks_and_sizes(reach, tmp_path):
+    ds, model, _ = reach
+    model.save(tmp_path / "video.pt")
+    back = load_model(tmp_path / "video.pt")
+    obs = frames_to_obs(ds.episodes[0].images[:3], ds.episodes[0].states[:3])
+    act = torch.from_numpy(ds.episodes[0].actions[:3])
+    torch.testing.assert_close(back.predict(obs, act)[0], model.predict(obs, act)[0])
+    check_video_model(back, "video.pt", "metaworld-reach", 32)
+    with pytest.raises(ReverieError, match="trained on metaworld-reach, not metaworld-push"):
+        check_video_model(back, "video.pt", "metaworld-push", 32)
+    with pytest.raises(ReverieError, match="takes 32x32 frames, got 64x64"):
+        check_video_model(back, "video.pt", "metaworld-reach", 64)
+    big = ManipulationDataset(collect_episodes("metaworld-reach", "expert", 1, image_size=48),
+                              {"task": "metaworld-reach", "image_size": 48})
+    with pytest.raises(ReverieError, match=r"frames of different sizes \[32, 48\]"):
+        fit_video_model([ds, big], SMALL, seed=0)

@@ -1,0 +1,293 @@
+"""``VideoWorldModel``: an action-conditioned video model behind the same step contract.
+
+A frame autoencoder plus latent dynamics (the "VAE plus latent dynamics" design,
+with a deterministic autoencoder): frames (64x64 RGB) are encoded to a small
+latent ``z``; a ``GaussianEnsemble`` predicts the next latent, the next
+proprioception and the reward from the latent state ``[z_t, z_{t-1}, proprio_t]``
+(two context frames: position and motion) and the action; the decoder turns the
+predicted latent back into a frame. The model's observation is the frame
+itself, flattened, with the proprioception after it (``obs_dim = 3 S^2 + 4``,
+pixels in [0, 1], row-major HWC), so ``rollout()`` and ``reverie evaluate``
+drive it unchanged.
+
+Against drift over long rollouts the dynamics train on context latents with
+Gaussian noise added (``context_noise``, in units of each latent's spread;
+DIAMOND's noise augmentation), so a slightly wrong latent is pulled back
+toward the data rather than compounding. An inverse-dynamics model
+``(z_t, z_{t+1}) -> a_t`` says whether generated frames still follow the
+actions: with ``uncertainty=inverse_dynamics`` its error is the step's
+uncertainty (truncation at a quantile of what it shows on the data then cuts
+rollouts that stopped following their actions); by default the uncertainty
+is the ensemble's disagreement in latent space. A success head on the latent
+state gives each imagined step a success probability (``StepOut.success``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from envs.errors import ReverieError
+from worldmodels.base import WorldModel
+from worldmodels.contract import ModelSpec, StepOut, check_batch
+from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble, Normalizer
+
+CHECKPOINT_FORMAT = "reverie.video/1"
+PROPRIO = 4
+
+
+@dataclass
+class VideoConfig:
+    latent: int = 64
+    channels: int = 32                  # encoder widths: c, 2c, 2c (three stride-2 convolutions)
+    ae_epochs: int = 8
+    ae_batch: int = 128
+    ae_lr: float = 3e-3
+    context_noise: float = 0.1          # std of the noise on context latents when training the dynamics
+    members: int = 5                    # latent dynamics ensemble
+    elites: int = 4
+    hidden: tuple[int, ...] = (256, 256, 256)
+    max_epochs: int = 60
+    patience: int = 5
+    head_epochs: int = 20               # inverse dynamics and success heads
+    uncertainty: str = "disagreement"   # or inverse_dynamics
+    holdout_ratio: float = 0.1
+
+    def validate(self) -> "VideoConfig":
+        if self.uncertainty not in ("disagreement", "inverse_dynamics"):
+            raise ReverieError(f"world_model.uncertainty: expected disagreement or inverse_dynamics, "
+                               f"got '{self.uncertainty}'")
+        if not 1 <= self.elites <= self.members:
+            raise ReverieError(f"world_model: expected 1 <= elites <= members, got elites={self.elites}, "
+                               f"members={self.members}")
+        for name in ("latent", "channels", "ae_epochs", "ae_batch", "max_epochs", "head_epochs"):
+            if getattr(self, name) < 1:
+                raise ReverieError(f"world_model.{name}: expected a positive integer, got {getattr(self, name)}")
+        return self
+
+
+def image_size_of(obs_dim: int) -> int:
+    s = int(round(math.sqrt((obs_dim - PROPRIO) / 3)))
+    if 3 * s * s + PROPRIO != obs_dim or s % 8:
+        raise ReverieError(f"video world model: obs_dim {obs_dim} is not 3*S*S + {PROPRIO} for a frame size S "
+                           "divisible by 8")
+    return s
+
+
+def frames_to_obs(images: np.ndarray | Tensor, states: np.ndarray | Tensor) -> Tensor:
+    """uint8 frames ``[N, S, S, 3]`` and proprioception ``[N, 4]`` -> observations ``[N, 3 S^2 + 4]``."""
+    images = torch.as_tensor(images)
+    x = images.reshape(len(images), -1).float() / 255.0
+    return torch.cat([x, torch.as_tensor(states).float()], dim=1)
+
+
+def obs_to_frames(obs: Tensor, size: int) -> Tensor:
+    """Observations -> frames ``[N, 3, S, S]`` in [0, 1] (channels first, for the convolutions)."""
+    return obs[:, :-PROPRIO].reshape(-1, size, size, 3).permute(0, 3, 1, 2)
+
+
+class FrameAutoencoder(nn.Module):
+    def __init__(self, size: int, latent: int, c: int):
+        super().__init__()
+        self.size, self.s8 = size, size // 8
+        self.enc = nn.Sequential(nn.Conv2d(3, c, 4, 2, 1), nn.SiLU(), nn.Conv2d(c, 2 * c, 4, 2, 1), nn.SiLU(),
+                                 nn.Conv2d(2 * c, 2 * c, 4, 2, 1), nn.SiLU(), nn.Flatten(),
+                                 nn.Linear(2 * c * self.s8 ** 2, latent))
+        self.dec_in = nn.Linear(latent, 2 * c * self.s8 ** 2)
+        self.dec = nn.Sequential(nn.SiLU(), nn.ConvTranspose2d(2 * c, 2 * c, 4, 2, 1), nn.SiLU(),
+                                 nn.ConvTranspose2d(2 * c, c, 4, 2, 1), nn.SiLU(),
+                                 nn.ConvTranspose2d(c, 3, 4, 2, 1))
+        self.c = c
+        # the decoder draws the change from the data's mean frame: a fixed scene and camera make most
+        # pixels static, so capacity goes to what moves (the arm, the objects)
+        self.register_buffer("mean_frame", torch.full((3, size, size), 0.5))
+
+    def encode(self, frames: Tensor) -> Tensor:
+        return self.enc(frames)
+
+    def decode(self, z: Tensor) -> Tensor:
+        return (self.mean_frame + self.dec(self.dec_in(z).reshape(-1, 2 * self.c, self.s8, self.s8))).clamp(0, 1)
+
+
+def _mlp(i: int, o: int, h: int = 256) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(i, h), nn.SiLU(), nn.Linear(h, h), nn.SiLU(), nn.Linear(h, o))
+
+
+class VideoWorldModel(WorldModel):
+    checkpoint_format = CHECKPOINT_FORMAT
+    config_class = VideoConfig
+    fits_on_episodes = True
+    has_aleatoric = True
+
+    def __init__(self, obs_dim: int, act_dim: int, cfg: VideoConfig | None = None, task: str | None = None):
+        super().__init__()
+        self.cfg = cfg = (cfg or VideoConfig()).validate()
+        self.size = image_size_of(obs_dim)
+        L = cfg.latent
+        self.spec = ModelSpec(obs_dim, act_dim, members=cfg.members, context_length=2, task=task)
+        self.ae = FrameAutoencoder(self.size, L, cfg.channels)
+        self.dynamics = GaussianEnsemble(2 * L + PROPRIO, act_dim, EnsembleConfig(
+            members=cfg.members, elites=cfg.elites, hidden=tuple(cfg.hidden),
+            weight_decay=(2.5e-5,) * (len(cfg.hidden) + 1), max_epochs=cfg.max_epochs, patience=cfg.patience,
+            holdout_ratio=cfg.holdout_ratio), task=None, terminated=lambda o: torch.zeros(len(o), dtype=torch.bool,
+                                                                                          device=o.device))
+        self.inverse = _mlp(2 * L, act_dim)
+        self.success_head = _mlp(L + PROPRIO, 1)
+        self.latent_norm = Normalizer(L)
+        self.register_buffer("elites", torch.arange(cfg.elites))
+        self.register_buffer("holdout_mse", torch.full((cfg.members,), float("nan")))
+
+    # ----------------------------------------------------------------- latents
+    @torch.no_grad()
+    def encode_obs(self, obs: Tensor, batch: int = 1024) -> Tensor:
+        return torch.cat([self.ae.encode(obs_to_frames(obs[i:i + batch], self.size))
+                          for i in range(0, len(obs), batch)])
+
+    @torch.no_grad()
+    def decode_obs(self, z: Tensor, proprio: Tensor) -> Tensor:
+        frames = self.ae.decode(z).permute(0, 2, 3, 1).reshape(len(z), -1)
+        return torch.cat([frames, proprio], dim=1)
+
+    def _latent_state(self, z: Tensor, z_prev: Tensor, proprio: Tensor) -> Tensor:
+        return torch.cat([z, z_prev, proprio], dim=1)
+
+    # ---------------------------------------------------------------- contract
+    def init_state(self, start: Tensor, generator: torch.Generator | None = None, member: Tensor | None = None,
+                   context: Tensor | None = None) -> dict:
+        """``context``: the observation before ``start`` (its frame sets the motion); None repeats ``start``."""
+        self.check_start(start, member)
+        z = self.encode_obs(start)
+        z_prev = self.encode_obs(context) if context is not None else z
+        return {"latent": self._latent_state(z, z_prev, start[:, -PROPRIO:]), "member": member}
+
+    @torch.no_grad()
+    def step(self, state: dict, action: Tensor, *, generator: torch.Generator | None = None,
+             deterministic: bool = False) -> tuple[dict, StepOut]:
+        check_batch("action", action, self.spec.act_dim, state["latent"].shape[0])
+        L = self.cfg.latent
+        lat = state["latent"]
+        _, out = self.dynamics.step({"obs": lat, "member": state["member"]}, action, generator=generator,
+                                    deterministic=deterministic)
+        z_next, proprio = out.obs[:, :L], out.obs[:, 2 * L:]
+        next_lat = self._latent_state(z_next, lat[:, :L], proprio)        # the context slides by one frame
+        obs = self.decode_obs(z_next, proprio)
+        if self.cfg.uncertainty == "inverse_dynamics":
+            uncertainty = self.action_error(lat[:, :L], z_next, action)
+        else:
+            uncertainty = out.uncertainty
+        success = torch.sigmoid(self.success_head(torch.cat([self.latent_norm(z_next), proprio], 1))).squeeze(1)
+        return {"latent": next_lat, "member": state["member"]}, StepOut(
+            obs, out.reward, torch.zeros_like(out.reward, dtype=torch.bool), uncertainty,
+            members=out.members, success=success)            # members: the latent ensemble's, for penalties
+
+    def action_error(self, z: Tensor, z_next: Tensor, action: Tensor) -> Tensor:
+        """How far the inverse model's reading of ``z -> z_next`` is from the action taken."""
+        guess = self.inverse(torch.cat([self.latent_norm(z), self.latent_norm(z_next)], 1))
+        return (guess - action).norm(dim=1)
+
+    @torch.no_grad()
+    def predict(self, obs: Tensor, act: Tensor) -> tuple[Tensor, Tensor]:
+        """Every member's next observation (decoded) and reward, ``[E, B, obs_dim + 1]``; the std is the
+        latent ensemble's, carried to the frame only as zeros (pixels have no predicted spread)."""
+        L = self.cfg.latent
+        z = self.encode_obs(obs)
+        mean, _ = self.dynamics.predict(self._latent_state(z, z, obs[:, -PROPRIO:]), act)
+        frames = torch.stack([self.decode_obs(m[:, :L], m[:, 2 * L:2 * L + PROPRIO]) for m in mean])
+        out = torch.cat([frames, mean[..., -1:]], dim=-1)
+        return out, torch.zeros_like(out)
+
+    # --------------------------------------------------------------------- fit
+    def fit_episodes(self, episodes, generator: torch.Generator, progress=None, log=print) -> dict[str, float]:
+        """Autoencoder, then latent dynamics (with noised context), then the inverse and success heads,
+        on a manipulation dataset's episodes (``envs.manipulation_data.Episode``)."""
+        cfg = self.cfg
+        S = self.size
+        if any(e.images.shape[1:] != (S, S, 3) for e in episodes):
+            bad = next(e.images.shape[1:] for e in episodes if e.images.shape[1:] != (S, S, 3))
+            raise ReverieError(f"frames of size {list(bad)}: this video model takes [{S}, {S}, 3]")
+        frames = torch.cat([torch.from_numpy(e.images) for e in episodes])               # uint8 [N, S, S, 3]
+        n = len(frames)
+        perm = torch.randperm(n, generator=generator)
+        n_hold = max(1, int(n * 0.05))
+        hold, train = perm[:n_hold], perm[n_hold:]
+
+        def batch_frames(idx: Tensor) -> Tensor:
+            return frames[idx].permute(0, 3, 1, 2).float() / 255.0
+
+        self.ae.mean_frame.copy_(torch.stack([batch_frames(train[i:i + 1024]).sum(0)
+                                              for i in range(0, len(train), 1024)]).sum(0) / len(train))
+
+        opt = torch.optim.Adam(self.ae.parameters(), lr=cfg.ae_lr)
+        for epoch in range(1, cfg.ae_epochs + 1):
+            order = train[torch.randperm(len(train), generator=generator)]
+            for b in range(0, len(order), cfg.ae_batch):
+                x = batch_frames(order[b:b + cfg.ae_batch])
+                loss = F.mse_loss(self.ae.decode(self.ae.encode(x)), x)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            with torch.no_grad():
+                x = batch_frames(hold)
+                recon = F.mse_loss(self.ae.decode(self.ae.encode(x)), x).item()
+            if progress:
+                progress("autoencoder", epoch, recon)
+
+        # latents of every frame, episode by episode
+        with torch.no_grad():
+            zs = [torch.cat([self.ae.encode(torch.from_numpy(e.images[i:i + 512]).permute(0, 3, 1, 2).float() / 255)
+                             for i in range(0, len(e.images), 512)]) for e in episodes]
+        all_z = torch.cat(zs)
+        self.latent_norm.fit(all_z)
+        spread = self.latent_norm.std
+
+        obs, act, nxt, rew = [], [], [], []
+        for e, z in zip(episodes, zs):
+            p = torch.from_numpy(e.states)
+            prev = torch.cat([z[:1], z[:-2]])                        # z_{t-1} for t = 0..T-1 (z_0 repeated)
+            for copy in range(2):                                     # the clean data and one noised copy
+                noise = cfg.context_noise * spread * torch.randn(z[:-1].shape, generator=generator) if copy else 0
+                noise_prev = cfg.context_noise * spread * torch.randn(prev.shape, generator=generator) if copy else 0
+                obs.append(self._latent_state(z[:-1] + noise, prev + noise_prev, p[:-1]))
+                nxt.append(self._latent_state(z[1:], z[:-1], p[1:]))
+                act.append(torch.from_numpy(e.actions))
+                rew.append(torch.from_numpy(e.rewards))
+        metrics = self.dynamics.fit(torch.cat(obs), torch.cat(act), torch.cat(nxt), torch.cat(rew), generator,
+                                    progress=(lambda ep, mse: progress("dynamics", ep, mse.mean().item()))
+                                    if progress else None)
+        self.elites.copy_(self.dynamics.elites)
+        self.holdout_mse.copy_(self.dynamics.holdout_mse)
+
+        # inverse dynamics on real latent pairs; success on real frames
+        zt = torch.cat([z[:-1] for z in zs])
+        zn = torch.cat([z[1:] for z in zs])
+        a = torch.cat([torch.from_numpy(e.actions) for e in episodes])
+        s_in = torch.cat([torch.cat([z[1:], torch.from_numpy(e.states[1:])], 1) for e, z in zip(episodes, zs)])
+        s_lab = torch.cat([torch.from_numpy(e.success).float() for e in episodes])
+        inv_loss = self._train_head(self.inverse, torch.cat([self.latent_norm(zt), self.latent_norm(zn)], 1), a,
+                                    F.mse_loss, generator)
+        s_in = torch.cat([self.latent_norm(s_in[:, :cfg.latent]), s_in[:, cfg.latent:]], 1)
+        suc_loss = self._train_head(self.success_head, s_in, s_lab[:, None],
+                                    F.binary_cross_entropy_with_logits, generator)
+        return {"reconstruction_mse": recon, **metrics, "inverse_dynamics_mse": inv_loss, "success_bce": suc_loss}
+
+    def _train_head(self, head: nn.Module, x: Tensor, y: Tensor, loss_fn, generator) -> float:
+        opt = torch.optim.Adam(head.parameters(), lr=1e-3)
+        n = len(x)
+        for _ in range(self.cfg.head_epochs):
+            order = torch.randperm(n, generator=generator)
+            for b in range(0, n, 256):
+                idx = order[b:b + 256]
+                loss = loss_fn(head(x[idx]), y[idx])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+        with torch.no_grad():
+            return float(loss_fn(head(x), y))
+
+    def sample_members(self, n: int, generator: torch.Generator | None = None) -> Tensor:
+        return self.dynamics.sample_members(n, generator)
