@@ -81,7 +81,7 @@ def test_bad_dataset_input_gets_one_line_and_exit_2(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv,expected", [
-    (["dataset", "make", "task=cartpole"], "unknown task 'cartpole': expected one of ant, halfcheetah, hopper, walker2d"),
+    (["dataset", "make", "task=cartpole"], "unknown task 'cartpole': expected one of ant, halfcheetah, hopper, metaworld-button-press-topdown"),
     (["dataset", "make", "level=mediocre", "size=10"], "unknown level 'mediocre'"),
     (["dataset", "make", "size=-1"], "option 'size'"),
     (["dataset", "convert", "x.hdf5", "out=y", "format=parquet"], "option 'format'"),
