@@ -1,0 +1,63 @@
+"""The VLA policy: tokenizer, LeRobot-style API, chunked targets, behaviour cloning that fits demonstrations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from agents.vla import Tokenizer, VLAConfig, VLAPolicy, bc_tensors, chunk_targets, success_rate, train_bc
+from envs.errors import ReverieError
+from envs.manipulation import TASKS
+from envs.manipulation_data import collect_episodes
+
+
+def test_tokenizer_knows_the_templates_and_maps_the_rest_to_unknown():
+    tok = Tokenizer.from_texts(t for task in TASKS.values() for t in task.instructions)
+    ids = tok(["open the drawer", "open the flux capacitor"], length=5)
+    assert ids.shape == (2, 5) and (ids[0, :3] > 1).all() and ids[0, 3:].eq(0).all()
+    assert ids[1, 2].item() == 1 and ids[1, 3].item() == 1          # unknown words share one id
+
+
+def test_chunk_targets_mask_steps_past_the_end():
+    actions = np.arange(8, dtype=np.float32).reshape(4, 2)
+    tgt, mask = chunk_targets(actions, 3)
+    assert tgt.shape == (4, 3, 2) and tgt[0, 2].tolist() == [4.0, 5.0] and tgt[3, 2].tolist() == [6.0, 7.0]
+    assert mask.tolist() == [[True] * 3, [True] * 3, [True, True, False], [True, False, False]]
+
+
+def test_select_action_executes_chunks_from_a_queue():
+    tok = Tokenizer.from_texts(["reach the red target"])
+    policy = VLAPolicy(VLAConfig(image_size=32, chunk=6, execute=3, channels=8, hidden=32), tok)
+    obs = {"image": np.zeros((32, 32, 3), np.uint8), "state": np.zeros(4, np.float32),
+           "instruction": "reach the red target"}
+    chunk = policy.predict_action_chunk(obs)
+    assert chunk.shape == (1, 6, 4) and chunk.abs().max() <= 1
+    first = [policy.select_action(obs) for _ in range(3)]
+    for k in range(3):
+        torch.testing.assert_close(first[k], chunk[:, k])
+    policy.select_action(obs)                                          # a new chunk after `execute` steps
+    assert len(policy._queue) == 2
+    with pytest.raises(ReverieError, match=r"this policy takes \[32, 32, 3\] frames, got \[64, 64, 3\]"):
+        policy.predict_action_chunk({**obs, "image": np.zeros((64, 64, 3), np.uint8)})
+    back = VLAPolicy.from_blob(policy.save_blob())
+    torch.testing.assert_close(back.predict_action_chunk(obs), chunk)
+
+
+def test_behaviour_cloning_fits_the_demonstrations():
+    eps = collect_episodes("metaworld-reach", "expert", 3, seed=0, image_size=32)
+    tok = Tokenizer.from_texts(TASKS["metaworld-reach"].templates("all"))
+    torch.manual_seed(0)
+    policy = VLAPolicy(VLAConfig(image_size=32, channels=8, hidden=64, batch_size=32, lr=1e-3), tok)
+    data = bc_tensors(eps, policy.cfg.chunk)
+    g = torch.Generator().manual_seed(0)
+    tokens = tok(data["texts"])
+    frames = data["images"].permute(0, 3, 1, 2).float() / 255
+    with torch.no_grad():
+        before = policy.bc_loss(frames, data["states"], tokens, data["targets"], data["masks"]).item()
+    train_bc(policy, data, 400, g)
+    with torch.no_grad():
+        after = policy.bc_loss(frames, data["states"], tokens, data["targets"], data["masks"]).item()
+    assert after < 0.5 * before, (before, after)
+    result = success_rate(policy, "metaworld-reach", [0], image_size=32, max_steps=20)
+    assert result["episodes"] == 1 and 0.0 <= result["success_rate"] <= 1.0
