@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -85,3 +86,20 @@ def test_saved_model_predicts_the_same_and_refuses_other_tasks_and_sizes(reach, 
                               {"task": "metaworld-reach", "image_size": 48})
     with pytest.raises(ReverieError, match=r"frames of different sizes \[32, 48\]"):
         fit_video_model([ds, big], SMALL, seed=0)
+
+
+def test_imagined_episodes_are_kept_only_where_the_success_head_says_so(reach):
+    from agents.vla import Tokenizer, VLAConfig, VLAPolicy
+    from agents.vla_finetune import FinetuneConfig, imagine
+
+    ds, model, _ = reach
+    vla = VLAPolicy(VLAConfig(image_size=32, channels=8, hidden=32), Tokenizer.from_texts(["reach the red target"]))
+    starts = ds.episodes[:4]
+    g = torch.Generator().manual_seed(0)
+    kept, rate = imagine(vla, model, starts, FinetuneConfig(horizon=12, threshold=0.0, tail=3), g)
+    assert rate == 1.0 and len(kept) == 4
+    for e, start in zip(kept, starts):   # judged successful at the first step: it and three more are kept
+        assert len(e) == 4 and e.images.shape == (5, 32, 32, 3) and e.images.dtype == np.uint8
+        assert e.actions.shape == (4, 4) and e.states.shape == (5, 4) and e.instruction == start.instruction
+    none, rate = imagine(vla, model, starts, FinetuneConfig(horizon=12, threshold=1.0), g)
+    assert none == [] and rate == 0.0
