@@ -171,8 +171,9 @@ def bc_tensors(episodes, k: int) -> dict[str, Tensor]:
 
 
 def train_bc(policy: VLAPolicy, data: dict[str, Tensor], steps: int, generator: torch.Generator,
-             progress=None) -> float:
-    """Behaviour cloning for ``steps`` gradient steps; returns the last 100 steps' mean loss."""
+             progress=None, snapshot=None, snapshot_steps=()) -> float:
+    """Behaviour cloning for ``steps`` gradient steps; returns the last 100 steps' mean loss.
+    ``snapshot(step, policy)`` is called at each of ``snapshot_steps`` (a zoo of graded quality)."""
     opt = torch.optim.AdamW(policy.parameters(), lr=policy.cfg.lr, weight_decay=1e-4)
     n = len(data["images"])
     tokens = policy.tokenizer(data["texts"])
@@ -185,6 +186,8 @@ def train_bc(policy: VLAPolicy, data: dict[str, Tensor], steps: int, generator: 
         loss.backward()
         opt.step()
         recent = (recent + [loss.item()])[-100:]
+        if snapshot is not None and step in snapshot_steps:
+            snapshot(step, policy)
         if progress and step % 500 == 0:
             progress(step, float(np.mean(recent)))
     return float(np.mean(recent))

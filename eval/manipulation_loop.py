@@ -94,8 +94,14 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(args.seed)
         policy = VLAPolicy(VLAConfig(), Tokenizer.from_texts(texts))
         data = bc_tensors([e for t in tasks for e in demos[t]], policy.cfg.chunk)
+
+        def snapshot(step, p):     # the manipulation zoo: BC policies of graded quality
+            with atomic_path(out / "zoo" / f"vla_bc_step{step:05d}.pt", suffix=".pt") as tmp:
+                torch.save(p.save_blob(), tmp)
+
         train_bc(policy, data, args.bc_steps, torch.Generator().manual_seed(args.seed),
-                 progress=lambda s, l: print(f"  BC step {s}: L1 {l:.4f}", flush=True))
+                 progress=lambda s, l: print(f"  BC step {s}: L1 {l:.4f}", flush=True), snapshot=snapshot,
+                 snapshot_steps={100, 250, 500, 1000, 2000, 3000, 4500})
         with atomic_path(bc_path, suffix=".pt") as tmp:
             torch.save(policy.save_blob(), tmp)
 

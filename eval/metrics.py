@@ -130,3 +130,30 @@ def kinematic_error(positions: np.ndarray, valid: np.ndarray) -> float:
     err = np.abs(positions[2:] - guess).mean(-1)          # [T - 1, B]
     ok = valid[1:] & valid[:-1]
     return float(err[ok].mean()) if ok.any() else float("nan")
+
+
+# ------------------------------------------------------------------ frames
+def psnr(pred, true) -> np.ndarray:
+    """Peak signal-to-noise ratio (dB) per frame of images in [0, 1], ``[N, ...] -> [N]``."""
+    pred, true = np.asarray(pred, np.float64), np.asarray(true, np.float64)
+    mse = ((pred - true) ** 2).reshape(len(pred), -1).mean(1)
+    return 10 * np.log10(1.0 / np.maximum(mse, 1e-12))
+
+
+def ssim(pred, true, window: int = 7) -> np.ndarray:
+    """Structural similarity per frame of RGB images in [0, 1], ``[N, H, W, 3] -> [N]``: the standard
+    formula (Wang et al. 2004; C1 = 0.01^2, C2 = 0.03^2) over uniform ``window`` x ``window`` patches,
+    averaged over patches and channels."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    x, y = np.asarray(pred, np.float64), np.asarray(true, np.float64)
+
+    def local_mean(a):
+        return sliding_window_view(a, (window, window), axis=(1, 2)).mean(axis=(-1, -2))
+
+    mx, my = local_mean(x), local_mean(y)
+    vx, vy = local_mean(x * x) - mx ** 2, local_mean(y * y) - my ** 2
+    cxy = local_mean(x * y) - mx * my
+    c1, c2 = 0.01 ** 2, 0.03 ** 2
+    s = ((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx ** 2 + my ** 2 + c1) * (vx + vy + c2))
+    return s.reshape(len(x), -1).mean(1)

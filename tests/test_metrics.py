@@ -79,3 +79,15 @@ def test_calibration_and_kinematic_error():
     broken[4:] = 1e6
     valid = np.array([True, True, True, False, False])[:, None]
     assert metrics.kinematic_error(broken, valid) == pytest.approx(2.0)
+
+
+def test_psnr_and_ssim_on_known_frames():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0, 1, (2, 16, 16, 3))
+    assert np.all(metrics.ssim(a, a) == pytest.approx(1.0)) and np.all(metrics.psnr(a, a) > 100)
+    # a uniform error of 0.1: MSE 0.01, PSNR 20 dB
+    assert metrics.psnr(np.clip(a, 0, 0.9), np.clip(a, 0, 0.9) + 0.1) == pytest.approx([20.0, 20.0])
+    noisy = np.clip(a + rng.normal(0, 0.2, a.shape), 0, 1)
+    flat = np.full_like(a, 0.5)
+    assert np.all(metrics.ssim(noisy, a) > metrics.ssim(flat, a))    # structure kept beats structure lost
+    assert np.all(metrics.ssim(noisy, a) < 0.99)
