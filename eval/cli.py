@@ -445,6 +445,8 @@ def run_evaluate(cfg: DictConfig, ctx: RunContext) -> None:
     from worldmodels.registry import cached_world_model, load_world_model
 
     _set_threads(cfg)
+    if str(cfg.task.name).startswith("metaworld-"):
+        return _evaluate_video(cfg, ctx)
     task = get_task(str(cfg.task.name))
     ecfg = EvalConfig(horizon=int(cfg.horizon), rows=int(cfg.rows), member=str(cfg.member),
                       sample_model=bool(cfg.sample_model), open_loop_rows=int(cfg.open_loop_rows),
@@ -490,6 +492,57 @@ def run_evaluate(cfg: DictConfig, ctx: RunContext) -> None:
         print(f"Spearman {rk['spearman']['value']:.3f} [{rk['spearman']['low']:.3f}, {rk['spearman']['high']:.3f}]  "
               f"MMRV {rk['mmrv']['value']:.3f} [{rk['mmrv']['low']:.3f}, {rk['mmrv']['high']:.3f}]  "
               f"regret@1 {rk['regret@1']['value']:.3f}")
+    print(f"report: {report}")
+
+
+def _evaluate_video(cfg: DictConfig, ctx: RunContext) -> None:
+    from envs.manipulation import get_manipulation_task
+    from envs.manipulation_data import read_manipulation
+    from eval.report import write_report
+    from eval.video_evaluate import evaluate_video, load_vla_policies
+    from worldmodels.registry import check_video_model, load_model
+
+    task = get_manipulation_task(str(cfg.task.name))
+    if int(cfg.horizon) < 1 or int(cfg.rows) < 1:
+        raise ReverieError(f"horizon and rows: expected positive integers, got horizon={cfg.horizon}, rows={cfg.rows}")
+    path = cfg.world_model.get("checkpoint")
+    if not path:
+        raise ReverieError("world_model.checkpoint: a manipulation task needs a fitted video world model "
+                           "(reverie fit world_model=video dataset=...)")
+    model = load_model(Path(path).expanduser())
+    if not hasattr(model, "size"):
+        raise ReverieError(f"world_model.checkpoint: {path}: not a video world model")
+    check_video_model(model, path, task.name, model.size)
+    specs = list(cfg.policies) if OmegaConf.is_list(cfg.policies) else [str(cfg.policies)]
+    if "zoo" in specs:
+        raise ReverieError("policies: manipulation tasks ship no zoo; pass VLA policy files or folders "
+                           "(python -m eval.manipulation_loop writes one in <out>/zoo)")
+    policies = load_vla_policies(specs)
+    episodes = (read_manipulation(Path(str(cfg.dataset)).expanduser()).episodes[:int(cfg.open_loop_rows)]
+                if _is_manipulation_file(str(cfg.dataset)) else None)
+    horizon = min(int(cfg.horizon), task.max_episode_steps)
+    seeds = list(range(20_000 + 1000 * int(cfg.seed), 20_000 + 1000 * int(cfg.seed) + int(cfg.rows)))
+    print(f"evaluating {len(policies)} policies on {task.name} from {len(seeds)} resets, {horizon} steps, in the "
+          "simulator and in the video model", flush=True)
+
+    def progress(i, n, p):
+        print(f"  [{i}/{n}] {p['policy']:<24} real {p['real_score']:5.1f}%  imagined {p['imagined_score']:5.1f}%",
+              flush=True)
+
+    result, strips = evaluate_video(model, task.name, policies, seeds, horizon, episodes=episodes,
+                                    open_loop_horizon=int(cfg.open_loop_horizon), bootstrap=int(cfg.bootstrap),
+                                    seed=int(cfg.seed), progress=progress)
+    result["command"] = "reverie evaluate " + " ".join(ctx.overrides)
+    result["world_model"] = str(path)
+    header = (f"Task {task.name}; video world model {path}; {len(seeds)} simulator resets (seeds {seeds[0]}.."
+              f"{seeds[-1]}), {horizon} steps, policies acting deterministically; imagined success: the model's "
+              f"success head above 0.5 at some step. Command: `{result['command']}`")
+    report = write_report(result, ctx.run_dir, header, log=ctx.log, extra_figures=strips,
+                          extra_heading="Real and imagined frames, side by side")
+    rk = result["ranking"]
+    if rk:
+        print(f"Pearson {rk['pearson']['value']:.3f} [{rk['pearson']['low']:.3f}, {rk['pearson']['high']:.3f}]  "
+              f"MMRV {rk['mmrv']['value']:.3f} [{rk['mmrv']['low']:.3f}, {rk['mmrv']['high']:.3f}]")
     print(f"report: {report}")
 
 

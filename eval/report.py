@@ -33,12 +33,18 @@ def _fmt_ci(m: dict) -> str:
     return f"{m['value']:.3f} [{m['low']:.3f}, {m['high']:.3f}]"
 
 
+LOCOMOTION = {"score": "normalized score", "error": "state error (mean |Δ| in data std units)",
+              "policies": "Per policy (D4RL-normalized scores)",
+              "scale": "MMRV, regret and error are on the normalized return (D4RL score / 100: 0 random, 1 expert)."}
+
+
 def _figures(result: dict) -> dict[str, bytes]:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     pol = result["policies"]
+    lab = {**LOCOMOTION, **result.get("labels", {})}
     S = np.array([p["imagined_score"] for p in pol])
     R = np.array([p["real_score"] for p in pol])
     rk = result.get("ranking", {})
@@ -52,8 +58,8 @@ def _figures(result: dict) -> dict[str, bytes]:
     for p in pol:
         ax.annotate(p["policy"], (p["real_score"], p["imagined_score"]), fontsize=6, xytext=(3, 2),
                     textcoords="offset points", color="0.3")
-    ax.set_xlabel("simulator (real) normalized score")
-    ax.set_ylabel("world-model (imagined) normalized score")
+    ax.set_xlabel(f"simulator (real) {lab['score']}")
+    ax.set_ylabel(f"world-model (imagined) {lab['score']}")
     if rk:
         ax.set_title(f"Pearson {rk['pearson']['value']:.2f}  Spearman {rk['spearman']['value']:.2f}  "
                      f"Kendall {rk['kendall']['value']:.2f}  MMRV {rk['mmrv']['value']:.3f}", fontsize=9)
@@ -74,7 +80,7 @@ def _figures(result: dict) -> dict[str, bytes]:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("step of the rollout")
-    ax.set_ylabel("state error (mean |Δ| in data std units)")
+    ax.set_ylabel(lab["error"])
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both")
     figs["horizon.png"] = _png(fig, plt)
@@ -115,13 +121,17 @@ def _tables(result: dict) -> tuple[list[list[str]], list[list[str]], list[list[s
         ol = result["open_loop"]
         for s, m in ol["median_error_at"].items():
             model_rows.append([f"open-loop median error at step {s}", _fmt_ci(m) if "samples" in m else "n/a"])
-        model_rows.append(["open-loop calibration (Spearman: uncertainty vs error)", f"{ol['calibration']:.3f}"])
-    cl = result["closed_loop"]
-    for s, m in cl.get("median_error_at", {}).items():
-        model_rows.append([f"closed-loop median error at step {s}", _fmt_ci(m) if "samples" in m else "n/a"])
-    model_rows += [["closed-loop calibration (Spearman: uncertainty vs error)", f"{cl['calibration']:.3f}"],
-                   ["kinematic error, imagined (mean abs. of x[t+1] − 2x[t] + x[t−1])", f"{cl['kinematic_imagined']:.4f}"],
-                   ["kinematic error, simulator", f"{cl['kinematic_real']:.4f}"]]
+        if "calibration" in ol:
+            model_rows.append(["open-loop calibration (Spearman: uncertainty vs error)", f"{ol['calibration']:.3f}"])
+    if "closed_loop" in result:
+        cl = result["closed_loop"]
+        for s, m in cl.get("median_error_at", {}).items():
+            model_rows.append([f"closed-loop median error at step {s}", _fmt_ci(m) if "samples" in m else "n/a"])
+        model_rows += [["closed-loop calibration (Spearman: uncertainty vs error)", f"{cl['calibration']:.3f}"],
+                       ["kinematic error, imagined (mean abs. of x[t+1] − 2x[t] + x[t−1])",
+                        f"{cl['kinematic_imagined']:.4f}"],
+                       ["kinematic error, simulator", f"{cl['kinematic_real']:.4f}"]]
+    model_rows += result.get("model_rows", [])
     return metric_rows, policy_rows, model_rows
 
 
@@ -139,26 +149,34 @@ def _html_table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def write_report(result: dict, out: Path, header: str, log=None) -> Path:
-    """Write the report folder's files (each atomically) and, with ``log``, TensorBoard scalars."""
+def write_report(result: dict, out: Path, header: str, log=None, extra_figures: dict[str, bytes] | None = None,
+                 extra_heading: str = "Frames") -> Path:
+    """Write the report folder's files (each atomically) and, with ``log``, TensorBoard scalars.
+    ``extra_figures`` (PNG bytes by file name) are written too and shown under ``extra_heading``."""
     out.mkdir(parents=True, exist_ok=True)
+    lab = {**LOCOMOTION, **result.get("labels", {})}
     figs = _figures(result)
-    for name, data in figs.items():
+    extra = dict(extra_figures or {})
+    for name, data in {**figs, **extra}.items():
         with atomic_path(out / name, suffix=".png") as tmp:
             Path(tmp).write_bytes(data)
     metric_rows, policy_rows, model_rows = _tables(result)
     title = f"World-model policy evaluation: {result['task']}"
     md = [f"# {title}", "", header, "", "## How far the imagined ranking can be trusted", "",
-          f"{len(result['policies'])} policies; 95% bootstrap intervals over policies. MMRV, regret and error are on "
-          "the normalized return (D4RL score / 100: 0 random, 1 expert).", ""]
+          f"{len(result['policies'])} policies; 95% bootstrap intervals over policies. {lab['scale']}", ""]
     md += _md_table(["metric", "value", "95% interval"], metric_rows)
     md += ["", "![imagined against real](returns.png) ![rank against rank](ranks.png)", "",
-           "## Per policy (D4RL-normalized scores)", ""] + _md_table(POLICY_HEAD, policy_rows)
+           f"## {lab['policies']}", ""] + _md_table(POLICY_HEAD, policy_rows)
     md += ["", "## The model over rollouts", ""] + _md_table(["figure", "value"], model_rows)
     md += ["", "![error against horizon](horizon.png)", ""]
+    if extra:
+        md += [f"## {extra_heading}", ""] + [f"![{k}]({k})" for k in extra] + [""]
     write_text(out / "report.md", "\n".join(md))
 
     imgs = {k: base64.b64encode(v).decode() for k, v in figs.items()}
+    extra_html = "".join([f"<h2>{html.escape(extra_heading)}</h2>"] + [
+        f'<div><img alt="{html.escape(k)}" src="data:image/png;base64,{base64.b64encode(v).decode()}"></div>'
+        for k, v in extra.items()]) if extra else ""
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
@@ -171,16 +189,16 @@ th {{ background: #f3f3f3; }} td:first-child, th:first-child {{ text-align: left
 <h1>{html.escape(title)}</h1>
 <p class="header">{html.escape(header)}</p>
 <h2>How far the imagined ranking can be trusted</h2>
-<p>{len(result['policies'])} policies; 95% bootstrap intervals over policies. MMRV, regret and error are on the
-normalized return (D4RL score / 100: 0 random, 1 expert).</p>
+<p>{len(result['policies'])} policies; 95% bootstrap intervals over policies. {html.escape(lab['scale'])}</p>
 {_html_table(["metric", "value", "95% interval"], metric_rows)}
 <div class="figs"><img alt="imagined against real" src="data:image/png;base64,{imgs['returns.png']}">
 <img alt="rank against rank" src="data:image/png;base64,{imgs['ranks.png']}"></div>
-<h2>Per policy (D4RL-normalized scores)</h2>
+<h2>{html.escape(lab['policies'])}</h2>
 {_html_table(POLICY_HEAD, policy_rows)}
 <h2>The model over rollouts</h2>
 {_html_table(["figure", "value"], model_rows)}
 <div class="figs"><img alt="error against horizon" src="data:image/png;base64,{imgs['horizon.png']}"></div>
+{extra_html}
 </body></html>
 """
     write_text(out / "report.html", page)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -103,3 +105,44 @@ def test_imagined_episodes_are_kept_only_where_the_success_head_says_so(reach):
         assert e.actions.shape == (4, 4) and e.states.shape == (5, 4) and e.instruction == start.instruction
     none, rate = imagine(vla, model, starts, FinetuneConfig(horizon=12, threshold=1.0), g)
     assert none == [] and rate == 0.0
+
+
+def test_reverie_evaluate_ranks_vla_policies_in_the_video_model(reach, tmp_path, capsys):
+    from agents.vla import Tokenizer, VLAConfig, VLAPolicy
+    from envs.manipulation import TASKS
+    from envs.manipulation_data import write_manipulation
+    from eval.cli import main
+
+    ds, model, _ = reach
+    model.save(tmp_path / "video.pt")
+    data = tmp_path / "reach.hdf5"
+    write_manipulation(data, ds.episodes, {"task": "metaworld-reach", "image_size": 32, "level": "expert",
+                                           "camera": "corner"})
+    tok = Tokenizer.from_texts(TASKS["metaworld-reach"].templates("all"))
+    zoo = tmp_path / "zoo"
+    zoo.mkdir()
+    for k in range(3):
+        torch.manual_seed(k)
+        torch.save(VLAPolicy(VLAConfig(image_size=32, channels=8, hidden=32), tok).save_blob(), zoo / f"vla{k}.pt")
+    argv = ["evaluate", "task=metaworld-reach", f"world_model.checkpoint={tmp_path / 'video.pt'}",
+            f"policies=[{zoo}]", f"dataset={data}", "rows=2", "horizon=12", "open_loop_rows=4",
+            "open_loop_horizon=8", "bootstrap=50", "threads=1"]
+    assert main([*argv, f"run_dir={tmp_path / 'report'}"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "MMRV" in out and "report:" in out
+    result = json.loads((tmp_path / "report" / "results.json").read_text())
+    assert [p["policy"] for p in result["policies"]] == ["vla0", "vla1", "vla2"]
+    assert all(0 <= p["real_score"] <= 100 and 0 <= p["imagined_score"] <= 100 for p in result["policies"])
+    assert "PSNR / SSIM at step 1" in (tmp_path / "report" / "report.md").read_text()
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert page.count('src="data:image/png;base64,') == 6                 # 3 plots and a frame strip a policy
+    assert (tmp_path / "report" / "strip_vla0.png").read_bytes()[:4] == b"\x89PNG"
+    big = tmp_path / "big"
+    big.mkdir()
+    torch.save(VLAPolicy(VLAConfig(image_size=64, channels=8, hidden=32), tok).save_blob(), big / "vla64.pt")
+    for extra, message in ((["policies=[zoo]"], "manipulation tasks ship no zoo"),
+                           ([f"policies=[{big}]"], "policy takes 64x64 frames, the world model 32x32"),
+                           (["task=metaworld-push"], "trained on metaworld-reach, not metaworld-push")):
+        code = main([*argv, *extra, f"run_dir={tmp_path / ('bad' + str(len(message)))}"])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err

@@ -1,0 +1,204 @@
+"""Ranking manipulation policies in the video world model: ``reverie evaluate`` with ``world_model=video``.
+
+Every VLA policy runs from the same simulator resets (one per seed, the
+instruction drawn from the seed) twice: in MetaWorld, where success is the
+simulator's, and in the video world model from the reset's frame, where an
+episode counts as a success when the model's success head (trained on real
+frames) passes ``threshold`` at some step. The imagined success rates are then
+judged against the real ones with the same rank metrics as the state models
+(Pearson, Spearman, Kendall, MMRV, regret; success rates in [0, 1]).
+
+The model alone: dataset action sequences replayed open loop from the dataset's
+first frames; per-step pixel error (mean squared, quantiles) against horizon,
+and PSNR/SSIM at a few horizons. Frame strips show real and imagined frames of
+each policy side by side.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from envs.errors import ReverieError
+from eval import metrics
+from worldmodels.rollout import StartStates, rollout
+from worldmodels.video import PROPRIO, frames_to_obs
+
+STRIP_STEPS = (0, 5, 10, 20, 30, 40, 60, 80)
+
+
+def load_vla_policies(specs: list[str]) -> list[tuple[str, str, object]]:
+    """``(name, source, VLAPolicy)`` for VLA policy files and folders of them."""
+    from agents.vla import VLAPolicy
+
+    files: list[Path] = []
+    for spec in specs:
+        p = Path(spec).expanduser()
+        if p.is_dir():
+            found = sorted(p.glob("*.pt"))
+            if not found:
+                raise ReverieError(f"{p}: no policies in this folder (expected VLA policy files *.pt)")
+            files += found
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise ReverieError(f"policies: '{spec}' is neither an existing file nor a folder")
+    out = []
+    for f in files:
+        try:
+            blob = torch.load(f, map_location="cpu", weights_only=False)
+        except Exception as exc:
+            raise ReverieError(f"{f}: not a readable policy file ({type(exc).__name__})") from None
+        if not isinstance(blob, dict) or blob.get("format") != "reverie.vla/1":
+            raise ReverieError(f"{f}: field 'format': expected 'reverie.vla/1' (a VLA policy)")
+        out.append((f.stem, str(f), VLAPolicy.from_blob(blob)))
+    return out
+
+
+def _real(policy, task: str, seeds: list[int], size: int, horizon: int, strip_seed: int):
+    from envs.manipulation import ManipulationEnv, instruction
+
+    env = ManipulationEnv(task, size, max_episode_steps=horizon)
+    wins, lengths, strip = [], [], []
+    for seed in seeds:
+        obs = env.reset(seed)
+        text = instruction(env.task, np.random.default_rng(seed), "train")
+        policy.reset()
+        frames = [obs["image"]]
+        done = False
+        for t in range(horizon):
+            a = policy.select_action({**obs, "instruction": text})[0].numpy()
+            obs, _, _, truncated, info = env.step(a)
+            frames.append(obs["image"])
+            if info["success"]:
+                done = True
+            if done or truncated:
+                break
+        wins.append(done)
+        lengths.append(t + 1)
+        if seed == strip_seed:
+            strip = frames
+    env.close()
+    return np.array(wins), np.array(lengths), strip
+
+
+def reset_starts(task: str, seeds: list[int], size: int):
+    """Frames, proprioception and instructions of the simulator's resets for ``seeds``."""
+    from envs.manipulation import ManipulationEnv, instruction
+
+    env = ManipulationEnv(task, size)
+    frames, states, texts = [], [], []
+    for seed in seeds:
+        obs = env.reset(seed)
+        frames.append(obs["image"])
+        states.append(obs["state"])
+        texts.append(instruction(env.task, np.random.default_rng(seed), "train"))
+    env.close()
+    return np.stack(frames), np.stack(states), texts
+
+
+def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 100, threshold: float = 0.5,
+                   episodes=None, open_loop_horizon: int = 50, bootstrap: int = 2000, seed: int = 0,
+                   progress=None) -> tuple[dict, dict[str, bytes]]:
+    """The result (in ``eval.report``'s shape) and the frame strips (PNG bytes by file name)."""
+    from agents.vla_finetune import VLAEnginePolicy
+
+    S = model.size
+    frames0, states0, texts = reset_starts(task, seeds, S)
+    start = StartStates(frames_to_obs(frames0, states0))
+    per_policy, strips = [], {}
+    for i, (name, source, policy) in enumerate(policies):
+        if policy.cfg.image_size != S:
+            raise ReverieError(f"{source}: policy takes {policy.cfg.image_size}x{policy.cfg.image_size} frames, "
+                               f"the world model {S}x{S}")
+        t0 = time.perf_counter()
+        wins, lengths, real_strip = _real(policy, task, seeds, S, horizon, seeds[0])
+        t1 = time.perf_counter()
+        ro = rollout(model, VLAEnginePolicy(policy, texts, S), start, horizon, torch.Generator().manual_seed(seed),
+                     deterministic=True, judge=lambda out: out.success)
+        t2 = time.perf_counter()
+        imagined = ((ro.judged > threshold) & ro.valid).any(0).numpy()
+        per_policy.append({"policy": name, "kind": "VLA", "source": source,
+                           "real_score": 100.0 * wins.mean(), "imagined_score": 100.0 * imagined.mean(),
+                           "real_length": float(lengths.mean()), "imagined_length": float(ro.lengths().float().mean()),
+                           "nonfinite_rows": ro.nonfinite_rows, "simulator_seconds": t1 - t0, "model_seconds": t2 - t1})
+        imag_frames = torch.cat([ro.obs[:1, 0], ro.next_obs[:, 0]])[:, :-PROPRIO].reshape(-1, S, S, 3).numpy()
+        strips[f"strip_{name}.png"] = frame_strip(real_strip, imag_frames, f"{name}: real (top) and imagined "
+                                                  f"(bottom), seed {seeds[0]}")
+        if progress:
+            progress(i + 1, len(policies), per_policy[-1])
+    S_ = np.array([p["imagined_score"] for p in per_policy]) / 100.0
+    R_ = np.array([p["real_score"] for p in per_policy]) / 100.0
+    result = {"task": task, "policies": per_policy, "rows": len(seeds), "horizon": horizon,
+              "ranking": metrics.ranking_report(S_, R_, (1, 3), bootstrap, seed) if len(per_policy) >= 2 else {},
+              "labels": {"score": "success rate (%)", "error": "pixel error (mean squared, [0, 1] pixels)",
+                         "policies": "Per policy (success rate, % of episodes)",
+                         "scale": "MMRV, regret and error are on the success rate (0 to 1)."}}
+    if episodes:
+        result["open_loop"], rows = open_loop_frames(model, episodes, open_loop_horizon, bootstrap, seed)
+        result["model_rows"] = rows
+    return result, strips
+
+
+def open_loop_frames(model, episodes, horizon: int, bootstrap: int, seed: int) -> tuple[dict, list[list[str]]]:
+    """Dataset actions replayed in the model from each episode's first frame (the second as context)."""
+    S = model.size
+    eps = [e for e in episodes if len(e) >= 2]
+    H = min(horizon, max(len(e) for e in eps) - 1)
+    n = len(eps)
+    real = np.zeros((H, n, S, S, 3))
+    held = np.zeros((H, n), bool)
+    actions = torch.zeros(H, n, 4)
+    for j, e in enumerate(eps):
+        T = min(H, len(e) - 1)                  # frame t + 2 follows action t + 1 (frame 0 is context)
+        real[:T, j] = e.images[2:2 + T] / 255.0
+        held[:T, j] = True
+        actions[:T, j] = torch.from_numpy(e.actions[1:1 + T])
+    obs1 = frames_to_obs(np.stack([e.images[1] for e in eps]), np.stack([e.states[1] for e in eps]))
+    ctx = frames_to_obs(np.stack([e.images[0] for e in eps]), np.stack([e.states[0] for e in eps]))
+    g = torch.Generator().manual_seed(seed)
+    state = model.init_state(obs1, g, context=ctx)
+    pred = np.zeros_like(real)
+    for t in range(H):
+        state, out = model.step(state, actions[t], generator=g, deterministic=True)
+        pred[t] = out.obs[:, :-PROPRIO].reshape(n, S, S, 3).numpy()
+    err = ((pred - real) ** 2).reshape(H, n, -1).mean(-1)
+    rows, at = [], {}
+    for s in sorted({s for s in (1, 10, 25, H) if s <= H}):
+        ok = held[s - 1]
+        if not ok.any():
+            continue
+        p_, r_ = pred[s - 1][ok], real[s - 1][ok]
+        at[str(s)] = metrics.bootstrap(lambda a, _: float(np.median(a)), err[s - 1][ok], err[s - 1][ok], bootstrap,
+                                       seed=seed)
+        rows.append([f"PSNR / SSIM at step {s} ({int(ok.sum())} episodes)",
+                     f"{metrics.psnr(p_, r_).mean():.1f} dB / {metrics.ssim(p_, r_).mean():.3f}"])
+    return {"error": metrics.horizon_error(err, held), "median_error_at": at}, rows
+
+
+def frame_strip(real: list | np.ndarray, imagined: np.ndarray, title: str) -> bytes:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [s for s in STRIP_STEPS if s < max(len(real), len(imagined))]
+    fig, axes = plt.subplots(2, len(steps), figsize=(1.3 * len(steps), 3.0))
+    for k, s in enumerate(steps):
+        for row, frames in enumerate((real, imagined)):
+            ax = axes[row, k]
+            ax.axis("off")
+            if s < len(frames):
+                img = np.asarray(frames[s])
+                ax.imshow(img if img.dtype == np.uint8 else np.clip(img, 0, 1))
+            if row == 0:
+                ax.set_title(f"t={s}", fontsize=7)
+    fig.suptitle(title, fontsize=8)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    return buf.getvalue()
