@@ -92,3 +92,49 @@ class FitCheckpoint:
                 "optimizer": opt.state_dict(), "generator": generator.get_state(), **progress}
         with atomic_path(self.path, suffix=".pt") as tmp:
             torch.save(blob, tmp)
+
+
+def fit_members(model: nn.Module, opt, generator: torch.Generator, checkpoint: FitCheckpoint, boot: Tensor,
+                batch_size: int, max_epochs: int, patience: int, improvement: float, train_loss, holdout,
+                member_keys: list[str], progress=None) -> tuple[Tensor, int]:
+    """The members' shared fit loop: each epoch every member goes once through its own bootstrap
+    ``boot`` (``[E, n]`` row ids) in batches (``train_loss(rows [E, b]) -> scalar``); a member whose
+    ``holdout() -> [E]`` improves by ``improvement`` (relative) keeps its weights (the parameters
+    ``member_keys``, leading dimension E); the fit stops after ``patience`` epochs without any member
+    improving, or at ``max_epochs``; ``checkpoint`` is written every epoch and resumed from. The
+    model ends with each member's best weights; returns the best holdout figures and the last epoch."""
+    E, n = boot.shape
+    best = holdout()
+    best_state = {k: v.clone() for k, v in model.state_dict().items() if k in member_keys}
+    stale, first, last = 0, 1, max_epochs
+    saved = checkpoint.resume(model, opt, generator, boot.device)
+    if saved is not None:                                   # the same fit, cut short: continue it
+        best, best_state, stale = saved["best"], saved["best_state"], saved["stale"]
+        first = saved["epoch"] + 1
+        last = saved["epoch"] if stale >= patience else last     # it had stopped early
+    epoch = first - 1
+    for epoch in range(first, last + 1):
+        order = torch.argsort(torch.rand(E, n, generator=generator), dim=1).to(boot.device)
+        shuffled = torch.gather(boot, 1, order)
+        for b in range(0, n, batch_size):
+            loss = train_loss(shuffled[:, b:b + batch_size])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        score = holdout()
+        improved = (best - score) / best > improvement
+        if improved.any():
+            state = model.state_dict()
+            for k in member_keys:
+                best_state[k][improved] = state[k][improved]
+            best = torch.where(improved, score, best)
+            stale = 0
+        else:
+            stale += 1
+        checkpoint.write(model, opt, generator, best=best, best_state=best_state, stale=stale, epoch=epoch)
+        if progress is not None:
+            progress(epoch, score)
+        if stale >= patience:
+            break
+    model.load_state_dict({**model.state_dict(), **best_state})
+    return best, epoch

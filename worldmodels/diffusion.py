@@ -50,7 +50,7 @@ from torch import Tensor, nn
 from agents.networks import EnsembleLinear
 from envs.errors import ReverieError
 from envs.tasks import get_task
-from worldmodels.base import FitCheckpoint, WorldModel
+from worldmodels.base import FitCheckpoint, WorldModel, fit_members
 from worldmodels.contract import ModelSpec, StepOut, check_batch
 from worldmodels.ensemble import Normalizer
 
@@ -432,49 +432,17 @@ class DiffusionWorldModel(WorldModel):
             with torch.no_grad():
                 return losses(hold_rows, hold_noise, hold_t)
 
-        best = holdout_loss()
-        best_state = {k_: v.clone() for k_, v in self.net.state_dict().items()}
-        stale, first, last = 0, 1, cfg.max_epochs
-        saved = fit_checkpoint.resume(self, opt, generator, dev)
-        if saved is not None:                                   # the same fit, cut short: continue it
-            best, best_state, stale = saved["best"], saved["best_state"], saved["stale"]
-            first = saved["epoch"] + 1
-            last = saved["epoch"] if stale >= cfg.patience else last     # it had stopped early
-        epoch = first - 1
-        for epoch in range(first, last + 1):
-            order = torch.argsort(torch.rand(E, n_tr, generator=generator), dim=1).to(dev)
-            shuffled = torch.gather(boot, 1, order)
-            for b in range(0, n_tr, cfg.batch_size):
-                rows = shuffled[:, b:b + cfg.batch_size]
-                noise = torch.randn(E, rows.shape[1], H * D, generator=generator).to(dev)
-                t = torch.randint(0, T, rows.shape, generator=generator).to(dev)
-                loss = losses(rows, noise, t).sum()
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-            loss_ho = holdout_loss()
-            improved = (best - loss_ho) / best > cfg.improvement
-            if improved.any():
-                state = self.net.state_dict()
-                for key in best_state:
-                    self._copy_members(best_state[key], state[key], improved)
-                best = torch.where(improved, loss_ho, best)
-                stale = 0
-            else:
-                stale += 1
-            fit_checkpoint.write(self, opt, generator, best=best, best_state=best_state, stale=stale, epoch=epoch)
-            if progress is not None:
-                progress(epoch, loss_ho)
-            if stale >= cfg.patience:
-                break
-        self.net.load_state_dict(best_state)
+        def train_loss(rows: Tensor) -> Tensor:
+            noise = torch.randn(E, rows.shape[1], H * D, generator=generator).to(dev)
+            t = torch.randint(0, T, rows.shape, generator=generator).to(dev)
+            return losses(rows, noise, t).sum()
+
+        member_keys = [k for k in self.state_dict() if k.startswith("net.")]
+        best, epoch = fit_members(self, opt, generator, fit_checkpoint, boot, cfg.batch_size, cfg.max_epochs,
+                                  cfg.patience, cfg.improvement, train_loss, holdout_loss, member_keys, progress)
         self.holdout_mse.copy_(best)
         self.elites.copy_(torch.argsort(best)[: cfg.elites])
         return {"epochs": float(epoch), "holdout_mse_mean": best.mean().item(),
                 "holdout_mse_elites": best[self.elites].mean().item(),
                 **{f"holdout_mse/member_{e}": best[e].item() for e in range(E)}}
 
-    @staticmethod
-    def _copy_members(dst: Tensor, src: Tensor, improved: Tensor) -> None:
-        """Copy the improved members' slices of one parameter (leading dim E)."""
-        dst[improved] = src[improved]

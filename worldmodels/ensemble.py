@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from agents.networks import EnsembleLinear
 from envs.errors import ReverieError
 from envs.tasks import get_task
-from worldmodels.base import FitCheckpoint, WorldModel
+from worldmodels.base import FitCheckpoint, WorldModel, fit_members
 from worldmodels.contract import ModelSpec, StepOut, check_batch
 
 CHECKPOINT_FORMAT = "reverie.gaussian_ensemble/1"
@@ -262,45 +262,17 @@ class GaussianEnsemble(WorldModel):
                 mean, _ = self._trunk(x_ho.expand(E, -1, -1))
                 return (mean - y_ho).pow(2).mean(dim=(1, 2))
 
-        best = holdout_mse()
         # Per-member tensors (leading dim E) are kept member by member; the shared
         # log-variance bounds and normalisers are taken as they end.
         member_keys = [k for k in self.state_dict() if k.startswith(("layers.", "norms.", "head."))]
-        best_state = {k: v.clone() for k, v in self.state_dict().items() if k in member_keys}
-        stale, first, last = 0, 1, cfg.max_epochs
-        saved = fit_checkpoint.resume(self, opt, generator, dev)
-        if saved is not None:                                   # the same fit, cut short: continue it
-            best, best_state, stale = saved["best"], saved["best_state"], saved["stale"]
-            first = saved["epoch"] + 1
-            last = saved["epoch"] if stale >= cfg.patience else last     # it had stopped early
-        epoch = first - 1
-        for epoch in range(first, last + 1):
-            order = torch.argsort(torch.rand(E, n_tr, generator=generator), dim=1).to(dev)
-            shuffled = torch.gather(boot, 1, order)
-            for b in range(0, n_tr, cfg.batch_size):
-                idx = shuffled[:, b:b + cfg.batch_size]
-                mean, logvar = self._trunk(x_tr[idx])
-                nll = ((mean - y_tr[idx]).pow(2) * torch.exp(-logvar) + logvar).mean(dim=(1, 2)).sum()
-                loss = nll + 0.01 * (self.max_logvar.sum() - self.min_logvar.sum())
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-            mse = holdout_mse()
-            improved = (best - mse) / best > cfg.improvement
-            if improved.any():
-                state = self.state_dict()
-                for k in member_keys:
-                    best_state[k][improved] = state[k][improved]
-                best = torch.where(improved, mse, best)
-                stale = 0
-            else:
-                stale += 1
-            fit_checkpoint.write(self, opt, generator, best=best, best_state=best_state, stale=stale, epoch=epoch)
-            if progress is not None:
-                progress(epoch, mse)
-            if stale >= cfg.patience:
-                break
-        self.load_state_dict({**self.state_dict(), **best_state})
+
+        def train_loss(idx: Tensor) -> Tensor:
+            mean, logvar = self._trunk(x_tr[idx])
+            nll = ((mean - y_tr[idx]).pow(2) * torch.exp(-logvar) + logvar).mean(dim=(1, 2)).sum()
+            return nll + 0.01 * (self.max_logvar.sum() - self.min_logvar.sum())
+
+        best, epoch = fit_members(self, opt, generator, fit_checkpoint, boot, cfg.batch_size, cfg.max_epochs,
+                                  cfg.patience, cfg.improvement, train_loss, holdout_mse, member_keys, progress)
         self.holdout_mse.copy_(best)
         self.elites.copy_(torch.argsort(best)[: cfg.elites])
         return {"epochs": float(epoch), "holdout_mse_mean": best.mean().item(),
