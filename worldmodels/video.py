@@ -46,8 +46,9 @@ class VideoConfig:
     latent: int = 64
     channels: int = 32                  # encoder widths: c, 2c, 2c (three stride-2 convolutions)
     ae_epochs: int = 8
-    ae_batch: int = 128
-    ae_lr: float = 3e-3
+    ae_batch: int = 32
+    ae_lr: float = 1e-3
+    motion_weight: float = 10.0         # pixels weighted 1 + k * (their spread over the data) / (mean spread)
     context_noise: float = 0.1          # std of the noise on context latents when training the dynamics
     members: int = 5                    # latent dynamics ensemble
     elites: int = 4
@@ -222,12 +223,17 @@ class VideoWorldModel(WorldModel):
         self.ae.mean_frame.copy_(torch.stack([batch_frames(train[i:i + 1024]).sum(0)
                                               for i in range(0, len(train), 1024)]).sum(0) / len(train))
 
+        # Most pixels never move (a fixed camera on a fixed scene): unweighted, the reconstruction sits on
+        # the mean frame for thousands of steps; weighting pixels by how much they vary gets it moving.
+        spread = torch.stack([(batch_frames(train[i:i + 1024]) - self.ae.mean_frame).pow(2).sum(0)
+                              for i in range(0, len(train), 1024)]).sum(0).div(len(train)).sqrt().mean(0)
+        weight = 1.0 + cfg.motion_weight * spread / spread.mean().clamp_min(1e-8)
         opt = torch.optim.Adam(self.ae.parameters(), lr=cfg.ae_lr)
         for epoch in range(1, cfg.ae_epochs + 1):
             order = train[torch.randperm(len(train), generator=generator)]
             for b in range(0, len(order), cfg.ae_batch):
                 x = batch_frames(order[b:b + cfg.ae_batch])
-                loss = F.mse_loss(self.ae.decode(self.ae.encode(x)), x)
+                loss = ((self.ae.decode(self.ae.encode(x)) - x).pow(2) * weight).mean()
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
