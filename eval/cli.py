@@ -126,11 +126,12 @@ def _make_manipulation(cfg: DictConfig, ctx: RunContext) -> None:
         if sys.stderr.isatty():
             print(f"\r  episode {i}/{n}", end="" if i < n else "\n", file=sys.stderr, flush=True)
 
-    path, attrs, reused = make_manipulation(
-        cfg.task.name, str(cfg.level), int(cfg.episodes), int(cfg.seed), Path(cfg.cache_dir) if cfg.cache_dir else cache_dir(),
-        image_size=int(cfg.image_size), camera=str(cfg.camera), force=bool(cfg.force), progress=progress)
-    print(f"{'reused' if reused else 'made'} {path.stem}: {attrs['episodes']:,} episodes, {attrs['total_steps']:,} steps "
-          f"-> {path}")
+    root = Path(cfg.cache_dir) if cfg.cache_dir else cache_dir()
+    path, attrs, reused = make_manipulation(cfg.task.name, str(cfg.level), int(cfg.episodes), int(cfg.seed), root,
+                                            image_size=int(cfg.image_size), camera=str(cfg.camera),
+                                            force=bool(cfg.force), progress=progress)
+    print(f"{'reused' if reused else 'made'} {path.stem}: {attrs['episodes']:,} episodes, "
+          f"{attrs['total_steps']:,} steps -> {path}")
     if not reused:
         print(f"took {attrs['seconds']:.1f} s ({attrs['frames_per_second']:,.0f} frames/s, simulation and rendering)")
     ctx.log({"dataset/frames_per_second": attrs["frames_per_second"], "dataset/seconds": attrs["seconds"]})

@@ -15,7 +15,8 @@ from tests.test_train import FAST, small_dataset
 def test_bench_runs_cells_writes_tables_and_skips_finished_cells(capsys, tmp_path):
     data = small_dataset(tmp_path / "hopper-tiny.hdf5")
     train = ",".join(f"'{o}'" for o in FAST[1:] + ["agent.hidden=[32,32]"] if not o.startswith("agent.hidden"))
-    argv = ["bench", "agents=[td3bc,mopo,neubay]", "agent_overrides.neubay=['agent.rollout_length=40','agent.window=8']", f"datasets=['{data}']", "seeds=[0,1]", "size=null", "steps=30",
+    argv = ["bench", "agents=[td3bc,mopo,neubay]", "agent_overrides.neubay=['agent.rollout_length=40','agent.window=8']",
+            f"datasets=['{data}']", "seeds=[0,1]", "size=null", "steps=30",
             f"out={tmp_path / 'grid'}", f"train_overrides=[{train}]"]
     assert main(argv) == 0, capsys.readouterr().err
     out = capsys.readouterr().out

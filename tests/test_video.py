@@ -14,7 +14,8 @@ from worldmodels.registry import check_video_model, fit_video_model, load_model
 from worldmodels.rollout import StartStates, rollout
 from worldmodels.video import frames_to_obs, obs_to_frames
 
-SMALL = {"name": "video", "latent": 32, "channels": 16, "ae_epochs": 40, "ae_batch": 32, "ae_lr": 3e-3, "motion_weight": 0.0, "max_epochs": 8, "head_epochs": 4,
+SMALL = {"name": "video", "latent": 32, "channels": 16, "ae_epochs": 40, "ae_batch": 32, "ae_lr": 3e-3,
+         "motion_weight": 0.0, "max_epochs": 8, "head_epochs": 4,
          "hidden": [64, 64], "members": 3, "elites": 2}
 
 
