@@ -152,3 +152,12 @@ def test_dataset_too_small_to_hold_out_is_refused(capsys, tmp_path):
     tiny = small_dataset(tmp_path / "hopper-few.hdf5", n=200)
     code, _, err = run(capsys, "train", "agent=mopo", f"dataset={tiny}", f"run_dir={tmp_path / 'r'}")
     assert code == 2 and "dataset too small to hold out: 200 transitions" in err, err
+
+
+def test_packaged_defaults_are_read_from_the_shipped_configs():
+    from eval.cli import _NO_DEFAULT, _packaged_default
+
+    assert _packaged_default("device", {}) == "cpu"
+    assert _packaged_default("agent.window", {"agent": {"name": "neubay"}}) == 32
+    assert _packaged_default("world_model.members", {"world_model": {"name": "diffusion"}}) == 5
+    assert _packaged_default("agent.no_such_key", {"agent": {"name": "mopo"}}) is _NO_DEFAULT
