@@ -194,21 +194,25 @@ def train_bc(policy: VLAPolicy, data: dict[str, Tensor], steps: int, generator: 
 
 
 @torch.no_grad()
-def success_rate(policy: VLAPolicy, task: str, seeds: list[int], split: str = "train", image_size: int = 64,
-                 max_steps: int | None = None) -> dict:
-    """The policy in the real simulator, one episode per seed, instruction drawn per seed from ``split``."""
+def real_episodes(policy: VLAPolicy, task: str, seeds: list[int], split: str = "train", image_size: int = 64,
+                  max_steps: int | None = None, keep_frames_of: int | None = None):
+    """The policy in the real simulator, one episode per seed (ended by success or the step limit), the
+    instruction drawn per seed from ``split``: successes ``[n]``, lengths ``[n]``, and the frames of the
+    episode of seed ``keep_frames_of`` (empty if none)."""
     from envs.manipulation import ManipulationEnv, instruction
 
     env = ManipulationEnv(task, image_size, max_episode_steps=max_steps)
-    wins, lengths = [], []
+    wins, lengths, frames = [], [], []
     for seed in seeds:
         obs = env.reset(seed)
         text = instruction(env.task, np.random.default_rng(seed), split)
         policy.reset()
+        seen = [obs["image"]]
         done = False
         for t in range(env.max_episode_steps):
             a = policy.select_action({**obs, "instruction": text})[0].numpy()
             obs, _, _, truncated, info = env.step(a)
+            seen.append(obs["image"])
             if info["success"]:
                 done = True
                 break
@@ -216,6 +220,15 @@ def success_rate(policy: VLAPolicy, task: str, seeds: list[int], split: str = "t
                 break
         wins.append(done)
         lengths.append(t + 1)
+        if seed == keep_frames_of:
+            frames = seen
     env.close()
+    return np.array(wins), np.array(lengths), frames
+
+
+def success_rate(policy: VLAPolicy, task: str, seeds: list[int], split: str = "train", image_size: int = 64,
+                 max_steps: int | None = None) -> dict:
+    """The policy's real success rate over one episode per seed."""
+    wins, lengths, _ = real_episodes(policy, task, seeds, split, image_size, max_steps)
     return {"task": task, "episodes": len(seeds), "success_rate": float(np.mean(wins)),
             "mean_length": float(np.mean(lengths))}

@@ -59,33 +59,6 @@ def load_vla_policies(specs: list[str]) -> list[tuple[str, str, object]]:
     return out
 
 
-def _real(policy, task: str, seeds: list[int], size: int, horizon: int, strip_seed: int):
-    from envs.manipulation import ManipulationEnv, instruction
-
-    env = ManipulationEnv(task, size, max_episode_steps=horizon)
-    wins, lengths, strip = [], [], []
-    for seed in seeds:
-        obs = env.reset(seed)
-        text = instruction(env.task, np.random.default_rng(seed), "train")
-        policy.reset()
-        frames = [obs["image"]]
-        done = False
-        for t in range(horizon):
-            a = policy.select_action({**obs, "instruction": text})[0].numpy()
-            obs, _, _, truncated, info = env.step(a)
-            frames.append(obs["image"])
-            if info["success"]:
-                done = True
-            if done or truncated:
-                break
-        wins.append(done)
-        lengths.append(t + 1)
-        if seed == strip_seed:
-            strip = frames
-    env.close()
-    return np.array(wins), np.array(lengths), strip
-
-
 def reset_starts(task: str, seeds: list[int], size: int):
     """Frames, proprioception and instructions of the simulator's resets for ``seeds``."""
     from envs.manipulation import ManipulationEnv, instruction
@@ -105,6 +78,7 @@ def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 
                    episodes=None, open_loop_horizon: int = 50, bootstrap: int = 2000, seed: int = 0,
                    progress=None) -> tuple[dict, dict[str, bytes]]:
     """The result (in ``eval.report``'s shape) and the frame strips (PNG bytes by file name)."""
+    from agents.vla import real_episodes
     from agents.vla_finetune import VLAEnginePolicy
 
     S = model.size
@@ -116,7 +90,7 @@ def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 
             raise ReverieError(f"{source}: policy takes {policy.cfg.image_size}x{policy.cfg.image_size} frames, "
                                f"the world model {S}x{S}")
         t0 = time.perf_counter()
-        wins, lengths, real_strip = _real(policy, task, seeds, S, horizon, seeds[0])
+        wins, lengths, real_strip = real_episodes(policy, task, seeds, "train", S, horizon, seeds[0])
         t1 = time.perf_counter()
         ro = rollout(model, VLAEnginePolicy(policy, texts, S), start, horizon, torch.Generator().manual_seed(seed),
                      deterministic=True, judge=lambda out: out.success)
