@@ -1,7 +1,8 @@
 """``reverie bench``: the same training protocol over agents x datasets x seeds.
 
-The grid is a Hydra multirun (``python -m eval.bench --multirun ...`` with the
-joblib launcher), one job per cell. A cell is one ``reverie train`` in its own
+The grid is a Hydra multirun (``python -m eval.bench --multirun ...``), one job
+per cell, through the joblib launcher (processes on this machine) or the Ray
+launcher (tasks on a local Ray or a cluster; ``launcher=ray``). A cell is one ``reverie train`` in its own
 process and its own directory, ``<out>/cells/<agent>/<dataset>/seed<S>``: a
 finished cell (``result.json``) is skipped, an unfinished one resumes from its
 checkpoint, so the grid can span sessions. ``collect`` then writes
@@ -48,12 +49,17 @@ def unfinished(cfg: DictConfig) -> list[Path]:
             if not (cell_dir(out, a, d, s) / "result.json").is_file()]
 
 
-def cell_args(cfg: DictConfig, agent: str, dataset: str, seed: int) -> list[str]:
+def cell_threads(cfg: DictConfig) -> int:
+    """A cell's torch threads: one under joblib, its reserved CPUs under Ray."""
+    return max(1, int(cfg.ray.cpus_per_task)) if cfg.get("launcher") == "ray" else 1
+
+
+def cell_args(cfg: DictConfig, agent: str, dataset: str, seed: int, out: Path) -> list[str]:
     extra = list((cfg.agent_overrides or {}).get(agent, []) or [])
     return ["train", f"agent={agent}", f"dataset={dataset}", f"seed={seed}",
             f"size={cfg.size if cfg.size is not None else 'null'}", f"train.steps={cfg.steps}",
-            f"run_dir={cell_dir(Path(cfg.out).resolve(), agent, dataset, seed)}", "keep_checkpoint=false",
-            "threads=1", *extra, *list(cfg.train_overrides or [])]
+            f"run_dir={cell_dir(out, agent, dataset, seed)}", "keep_checkpoint=false",
+            f"threads={cell_threads(cfg)}", *extra, *list(cfg.train_overrides or [])]
 
 
 @contextmanager
@@ -77,19 +83,24 @@ def cell_lock(run_dir: Path):
 def cell(cfg: DictConfig) -> float | None:
     """One Hydra job: one cell of the grid, run (or resumed) in its own process.
     Its output goes to ``<out>/logs/<agent>-<dataset>-seed<S>.log``."""
+    from hydra.core.hydra_config import HydraConfig
+
+    # a Ray worker runs in a folder of Ray's: relative paths mean what they meant where the grid began
+    cwd = Path(HydraConfig.get().runtime.cwd)
+    out = (cwd / Path(cfg.out)).resolve()
     agent, dataset, seed = cfg.cell.agent, cfg.cell.dataset, int(cfg.cell.seed)
-    run_dir = cell_dir(Path(cfg.out).resolve(), agent, dataset, seed)
+    run_dir = cell_dir(out, agent, dataset, seed)
     if (run_dir / "result.json").is_file():
         return json.loads((run_dir / "result.json").read_text())["normalized_score"]
-    log_path = Path(cfg.out).resolve() / "logs" / f"{agent}-{dataset_label(dataset)}-seed{seed}.log"
+    log_path = out / "logs" / f"{agent}-{dataset_label(dataset)}-seed{seed}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with cell_lock(run_dir) as mine:
         if not mine:  # two grids sharing an out folder (and cells): the other one is running this cell
             print(f"cell {agent} {dataset} seed {seed} is running in another process; skipped", file=sys.stderr)
             return None
         with open(log_path, "a") as log:
-            code = subprocess.call([sys.executable, "-m", "eval.cli", *cell_args(cfg, agent, dataset, seed)],
-                                   stdout=log, stderr=subprocess.STDOUT)
+            code = subprocess.call([sys.executable, "-m", "eval.cli", *cell_args(cfg, agent, dataset, seed, out)],
+                                   stdout=log, stderr=subprocess.STDOUT, cwd=cwd)
     if code != 0:
         print(f"cell {agent} {dataset} seed {seed} failed (exit {code}); see {log_path}",
               file=sys.stderr)
@@ -105,9 +116,26 @@ def multirun_command(cfg: DictConfig, overrides: list[str]) -> list[str]:
 
     passthrough = [o for o in overrides if not o.split("=", 1)[0] in ("agents", "datasets", "seeds", "jobs")]
     return [sys.executable, "-m", "eval.bench", "--multirun", f"cell.seed={join(cfg.seeds)}",
-            f"cell.dataset={join(cfg.datasets)}", f"cell.agent={join(cfg.agents)}", "hydra/launcher=joblib",
-            f"hydra.launcher.n_jobs={cfg.jobs}", f"hydra.sweep.dir={Path(cfg.out).resolve() / 'hydra'}",
-            "hydra.job.chdir=false", *passthrough]
+            f"cell.dataset={join(cfg.datasets)}", f"cell.agent={join(cfg.agents)}", *launcher_overrides(cfg),
+            f"hydra.sweep.dir={Path(cfg.out).resolve() / 'hydra'}", "hydra.job.chdir=false", *passthrough]
+
+
+def launcher_overrides(cfg: DictConfig) -> list[str]:
+    """Hydra's launcher for the grid: joblib processes here, or Ray tasks (one per cell, each
+    reserving ``ray.cpus_per_task`` CPUs) on a local Ray started for the grid or on a cluster."""
+    if cfg.launcher == "joblib":
+        return ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={cfg.jobs}"]
+    from eval.parallel import RayOptions
+
+    opts = RayOptions.from_config(OmegaConf.to_container(cfg.ray, resolve=True))
+    if not opts.address and opts.num_cpus is None:
+        opts.num_cpus = int(cfg.jobs * opts.cpus_per_task)
+    init = opts.init_kwargs()
+    out = ["hydra/launcher=ray", f"hydra.launcher.ray.init.address={init.pop('address', None) or 'null'}"]
+    out += [f"+hydra.launcher.ray.init.{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in init.items()]
+    out += [f"+hydra.launcher.ray.remote.num_cpus={opts.cpus_per_task}",
+            f"+hydra.launcher.ray.remote.num_gpus={opts.gpus_per_task}"]
+    return out
 
 
 def behaviour_scores(sources: dict[str, str], size: int | None) -> dict[str, float]:

@@ -409,13 +409,21 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
         agent_class(a)
     if int(cfg.jobs) < 1:
         raise ReverieError(f"option 'jobs': expected a positive integer, got {cfg.jobs}")
+    if cfg.launcher not in ("joblib", "ray"):
+        raise ReverieError(f"option 'launcher': expected 'joblib' or 'ray', got '{cfg.launcher}'")
+    if cfg.launcher == "ray":
+        from eval.parallel import RayOptions, import_ray
+
+        RayOptions.from_config(OmegaConf.to_container(cfg.ray, resolve=True))
+        import_ray()
     out = Path(cfg.out)
     command = " ".join(["reverie bench", *(o for o in ctx.overrides if not o.startswith("collect_only="))])
     code = 0
     if not cfg.collect_only:
         cells = len(cfg.agents) * len(cfg.datasets) * len(cfg.seeds)
         print(f"{cells} cells ({len(cfg.agents)} agents x {len(cfg.datasets)} datasets x {len(cfg.seeds)} seeds), "
-              f"{cfg.jobs} at a time, {cfg.steps:,} updates each -> {out}/cells (finished cells are skipped)",
+              f"{cfg.jobs} at a time ({cfg.launcher}), {cfg.steps:,} updates each -> {out}/cells "
+              "(finished cells are skipped)",
               flush=True)
         code = subprocess.call(multirun_command(cfg, ctx.overrides))
     csv_path, md_path, n = collect(out, cfg.size, cfg.steps, command)
@@ -453,6 +461,7 @@ def run_evaluate(cfg: DictConfig, ctx: RunContext) -> None:
                       sample_model=bool(cfg.sample_model), open_loop_rows=int(cfg.open_loop_rows),
                       open_loop_horizon=int(cfg.open_loop_horizon), bootstrap=int(cfg.bootstrap),
                       seed=int(cfg.seed)).validate()
+    ray = _ray_options(cfg)
     specs = list(cfg.policies) if OmegaConf.is_list(cfg.policies) else [str(cfg.policies)]
     candidates = load_candidates(specs, task)
     ds = load_source(cfg.dataset, size=cfg.size, seed=cfg.dataset_seed, progress=sys.stderr.isatty())
@@ -479,7 +488,7 @@ def run_evaluate(cfg: DictConfig, ctx: RunContext) -> None:
         print(f"  [{i}/{n}] {p['policy']:<24} real {p['real_score']:7.1f}   imagined {p['imagined_score']:7.1f}",
               flush=True)
 
-    result = evaluate(model, task, candidates, start, ecfg, ds=ds, progress=progress)
+    result = evaluate(model, task, candidates, start, ecfg, ds=ds, progress=progress, ray=ray)
     result["command"] = "reverie evaluate " + " ".join(ctx.overrides)
     result["world_model"] = described
     header = (f"Task {task.name}; world model: {described} ({model.spec.members} members, "
@@ -494,6 +503,16 @@ def run_evaluate(cfg: DictConfig, ctx: RunContext) -> None:
               f"MMRV {rk['mmrv']['value']:.3f} [{rk['mmrv']['low']:.3f}, {rk['mmrv']['high']:.3f}]  "
               f"regret@1 {rk['regret@1']['value']:.3f}")
     print(f"report: {report}")
+
+
+def _ray_options(cfg: DictConfig):
+    """``RayOptions`` when ``parallel=ray``, None when serial; anything else is refused."""
+    from eval.parallel import RayOptions
+
+    mode = str(cfg.get("parallel", "serial"))
+    if mode not in ("serial", "ray"):
+        raise ReverieError(f"option 'parallel': expected 'serial' or 'ray', got '{mode}'")
+    return RayOptions.from_config(OmegaConf.to_container(cfg.ray, resolve=True)) if mode == "ray" else None
 
 
 def _evaluate_video(cfg: DictConfig, ctx: RunContext) -> None:
@@ -710,6 +729,10 @@ def _make_run_dir(cfg: DictConfig, overrides: list[str], resumable: bool = False
     return run_dir
 
 
+# Options that decide where a run's work executes, not what it computes: a run may resume with others.
+HOW_NOT_WHAT = ("parallel", "ray")
+
+
 def _resume_run_dir(run_dir: Path, cfg: DictConfig) -> Path:
     """Resume only the run that directory holds: the same resolved config, key for key."""
     old = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=True)
@@ -725,6 +748,8 @@ def _resume_run_dir(run_dir: Path, cfg: DictConfig) -> Path:
                     return d
             return None
         key = prefix.rstrip(".")
+        if key.split(".")[0] in HOW_NOT_WHAT:
+            return None
         if a is missing and b == _packaged_default(key, new):
             return None  # an option added after this run began, left at its default: the same run
         return None if a == b else (key, None if a is missing else a, None if b is missing else b)

@@ -168,10 +168,44 @@ class EvalConfig:
         return self
 
 
+# Simulator rollouts run the policy with one torch thread wherever they run: the cost is MuJoCo's
+# (single-threaded), and a fixed count keeps a Ray worker's matmuls bit-identical to a serial run's.
+SIMULATOR_THREADS = 1
+
+
+def simulate(task_name: str, policy, start: StartStates, horizon: int, seed: int) -> tuple[Rollout, float]:
+    """One policy's closed-loop simulator rollouts from ``start`` (and the seconds they took): a
+    function of its arguments alone, so a Ray worker returns exactly what a serial run does."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(SIMULATOR_THREADS)
+    try:
+        t0 = time.perf_counter()
+        real = rollout(SimulatorSource(task_name, len(start.obs)), policy, start, horizon,
+                       torch.Generator().manual_seed(seed), deterministic=True)
+        return real, time.perf_counter() - t0
+    finally:
+        torch.set_num_threads(threads)
+
+
+def simulator_rollouts(task: Task, candidates: list[Candidate], start: StartStates, horizon: int, seed: int,
+                       ray=None) -> list[tuple[Rollout, float]]:
+    """Every candidate's simulator rollouts, one after another, or (``ray``: ``RayOptions``) one
+    Ray task per candidate, side by side; the rollouts are the same either way (tested)."""
+    if ray is None:
+        return [simulate(task.name, c.policy, start, horizon, seed) for c in candidates]
+    from eval.parallel import ray_session
+
+    with ray_session(ray) as r:
+        remote = r.remote(simulate).options(num_cpus=ray.cpus_per_task, num_gpus=ray.gpus_per_task)
+        start_ref = r.put(start)
+        return r.get([remote.remote(task.name, c.policy, start_ref, horizon, seed) for c in candidates])
+
+
 def evaluate(model, task: Task, candidates: list[Candidate], start: StartStates, cfg: EvalConfig,
-             ds=None, progress=None) -> dict:
+             ds=None, progress=None, ray=None) -> dict:
     """Every candidate in the simulator and in the model from ``start``; the rank metrics over
-    candidates, the closed-loop model figures over all of them, and (with ``ds``) the open loop."""
+    candidates, the closed-loop model figures over all of them, and (with ``ds``) the open loop.
+    ``ray`` (``eval.parallel.RayOptions``) spreads the simulator rollouts over Ray workers."""
     cfg = cfg.validate()
     spec = model.spec
     if spec.task is not None and spec.task != task.name:
@@ -185,10 +219,9 @@ def evaluate(model, task: Task, candidates: list[Candidate], start: StartStates,
     positions = task.obs_positions
     per_policy, errors, valids, uncert = [], [], [], []
     kin_imagined, kin_real = [], []
+    reals = simulator_rollouts(task, candidates, start, T, cfg.seed, ray=ray)
     for i, c in enumerate(candidates):
-        t0 = time.perf_counter()
-        real = rollout(SimulatorSource(task, B), c.policy, start, T, torch.Generator().manual_seed(cfg.seed),
-                       deterministic=True)
+        real, sim_seconds = reals[i]
         t1 = time.perf_counter()
         member = model.sample_members(B, torch.Generator().manual_seed(cfg.seed)) if cfg.member == "held" else None
         kwargs = {"member": member} if member is not None else {}
@@ -211,7 +244,7 @@ def evaluate(model, task: Task, candidates: list[Candidate], start: StartStates,
             "imagined_length": float(imag.lengths().float().mean()),
             "nonfinite_rows": imag.nonfinite_rows,
             "kinematic_imagined": kin_imagined[-1], "kinematic_real": kin_real[-1],
-            "simulator_seconds": t1 - t0, "model_seconds": t2 - t1,
+            "simulator_seconds": sim_seconds, "model_seconds": t2 - t1,
             "imagined_transitions_per_second": float(imag.lengths().sum()) / max(t2 - t1, 1e-9)})
         if progress:
             progress(i + 1, len(candidates), per_policy[-1])
