@@ -436,6 +436,59 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
     return code
 
 
+def run_tune(cfg: DictConfig, ctx: RunContext) -> int:
+    import subprocess
+
+    from agents.registry import agent_class
+    from envs.builtin import cache_dir
+    from envs.sources import load_source
+    from eval.tune import (OBJECTIVES, TRIAL_KEYS, collect, multirun_command, run_trial, search_space,
+                            searched_keys)
+    from worldmodels.registry import cached_model_path, cached_world_model
+
+    _set_threads(cfg)
+    agent_class(str(cfg.agent.name))
+    if cfg.objective not in OBJECTIVES:
+        raise ReverieError(f"option 'objective': expected 'simulator' or 'offline', got '{cfg.objective}'")
+    for name in ("trials", "steps", "jobs"):
+        if int(cfg[name]) < 1:
+            raise ReverieError(f"option '{name}': expected a positive integer, got {cfg[name]}")
+    if int(cfg.holdout.seed) == int(cfg.seed):
+        raise ReverieError(f"holdout.seed: must differ from seed ({cfg.seed}): the held-out model would be the "
+                           "learner's own")
+    if cfg.launcher not in ("joblib", "ray"):
+        raise ReverieError(f"option 'launcher': expected 'joblib' or 'ray', got '{cfg.launcher}'")
+    space = search_space(str(cfg.search))
+    if not searched_keys(space, ctx.overrides):
+        raise ReverieError(f"search: every key of configs/search/{cfg.search}.yaml is fixed on the command line; "
+                           "nothing is left to search")
+    command = " ".join(["reverie tune", *(o for o in ctx.overrides if not o.startswith("collect_only="))])
+    if cfg.collect_only:
+        print(f"-> {collect(cfg, command)}")
+        return 0
+    ds = load_source(str(cfg.dataset), size=cfg.size, seed=cfg.dataset_seed, progress=sys.stderr.isatty())
+    wm = OmegaConf.to_container(cfg.world_model, resolve=True)
+    wm.pop("checkpoint", None)
+    t0 = time.perf_counter()
+    print(f"held-out world model: {wm['name']} fitted on {ds.name} with seed {cfg.holdout.seed} ...", flush=True)
+    _, _, reused = cached_world_model(ds, wm, int(cfg.holdout.seed), cache_dir() / "world_models")
+    holdout = cached_model_path(ds, wm, int(cfg.holdout.seed), cache_dir() / "world_models")
+    print(f"  {'reused' if reused else 'fitted'} in {time.perf_counter() - t0:.0f} s -> {holdout}", flush=True)
+    cfg.holdout.checkpoint = str(holdout)
+    fixed = [o for o in ctx.overrides if o.startswith(TRIAL_KEYS)]
+    print(f"default configuration at {cfg.steps:,} updates ...", flush=True)
+    d = run_trial(cfg, {}, fixed, Path.cwd())
+    print(f"  true score {d['simulator_score']:.1f}, offline objective {d['offline_score']:.1f}", flush=True)
+    print(f"search: {cfg.trials} trials of {cfg.agent.name} on {cfg.dataset} by the {cfg.objective} objective, "
+          f"{cfg.jobs} at a time ({cfg.launcher}) -> {Path(str(cfg.out)) / 'trials'} (finished trials are read back)",
+          flush=True)
+    passthrough = [o for o in ctx.overrides if not o.startswith(("collect_only=", "holdout.checkpoint=", "searched="))]
+    code = subprocess.call(multirun_command(cfg, [*passthrough, f"holdout.checkpoint={holdout}"], space))
+    report = collect(cfg, command)
+    print(f"-> {report}")
+    return code
+
+
 def _dataset_key(source: str) -> str | None:
     """``hopper-medium-replay`` from a built-in or D4RL name or a path to one (``-v2``, seeds and sizes dropped)."""
     import re
@@ -625,6 +678,10 @@ COMMANDS: dict[str, Command] = {c.name: c for c in [
             "evaluate", run_evaluate, writes_run=True, resumable=True,
             usage="reverie evaluate task=hopper policies=[zoo,runs/train/X] [world_model.checkpoint=PATH] "
                   "[start=dataset|reset] [horizon=N]"),
+    Command("tune", "search a learner's hyper-parameters with Optuna, by simulator score or by an offline "
+            "objective (its value in a held-out world model)", "tune", run_tune,
+            usage="reverie tune agent=mopo dataset=hopper-medium-replay objective=simulator|offline [trials=N] "
+                  "[steps=N] [jobs=J] [launcher=joblib|ray]"),
     Command("demo", "the main job on the embedded default: a small hopper dataset, MOPO trained on it, the zoo and "
             "MOPO evaluated in the simulator and in the world model",
             "demo", run_demo, writes_run=True),

@@ -201,6 +201,16 @@ def simulator_rollouts(task: Task, candidates: list[Candidate], start: StartStat
         return r.get([remote.remote(task.name, c.policy, start_ref, horizon, seed) for c in candidates])
 
 
+def imagine(model, policy, start_obs: torch.Tensor, cfg: EvalConfig) -> Rollout:
+    """A policy's closed-loop rollouts in the world model, acting deterministically, as ``evaluate``
+    judges it (and ``reverie tune``'s offline objective does, with a held-out model)."""
+    B = len(start_obs)
+    member = model.sample_members(B, torch.Generator().manual_seed(cfg.seed)) if cfg.member == "held" else None
+    kwargs = {"member": member} if member is not None else {}
+    return rollout(model, policy, start_obs, cfg.horizon, torch.Generator().manual_seed(cfg.seed + 1),
+                   deterministic=True, sample_model=cfg.sample_model, **kwargs)
+
+
 def evaluate(model, task: Task, candidates: list[Candidate], start: StartStates, cfg: EvalConfig,
              ds=None, progress=None, ray=None) -> dict:
     """Every candidate in the simulator and in the model from ``start``; the rank metrics over
@@ -223,10 +233,7 @@ def evaluate(model, task: Task, candidates: list[Candidate], start: StartStates,
     for i, c in enumerate(candidates):
         real, sim_seconds = reals[i]
         t1 = time.perf_counter()
-        member = model.sample_members(B, torch.Generator().manual_seed(cfg.seed)) if cfg.member == "held" else None
-        kwargs = {"member": member} if member is not None else {}
-        imag = rollout(model, c.policy, start.obs, T, torch.Generator().manual_seed(cfg.seed + 1),
-                       deterministic=True, sample_model=cfg.sample_model, **kwargs)
+        imag = imagine(model, c.policy, start.obs, cfg)
         t2 = time.perf_counter()
         rr, ri = real.returns().double().numpy(), imag.returns().double().numpy()
         both = (real.valid & imag.valid).numpy()

@@ -70,14 +70,19 @@ def _locked(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def cached_world_model(ds, values: dict, seed: int, cache_root: Path, progress=None,
-                       device: str | torch.device = "cpu") -> tuple[WorldModel, dict, bool]:
-    """A model fitted to exactly this data, config and seed: from the cache, or fitted and cached."""
+def cached_model_path(ds, values: dict, seed: int, cache_root: Path) -> Path:
+    """Where the cache keeps the model fitted to this data, config and seed."""
     cfg = world_model_config(values)
     key = hashlib.blake2b(json.dumps({"name": values["name"], "config": asdict(cfg), "seed": seed,
                                       "data": dataset_fingerprint(ds)}, sort_keys=True).encode(),
                           digest_size=8).hexdigest()
-    path = cache_root / f"{ds.name}-{values['name']}-seed{seed}-{key}.pt"
+    return cache_root / f"{ds.name}-{values['name']}-seed{seed}-{key}.pt"
+
+
+def cached_world_model(ds, values: dict, seed: int, cache_root: Path, progress=None,
+                       device: str | torch.device = "cpu") -> tuple[WorldModel, dict, bool]:
+    """A model fitted to exactly this data, config and seed: from the cache, or fitted and cached."""
+    path = cached_model_path(ds, values, seed, cache_root)
     with _locked(path):
         if path.is_file():
             model = load_model(path).to(device)
