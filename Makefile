@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch is pinned in pyproject.toml (2.13.0, the CPU wheel); nothing here may pull another build.
-	$(BIN)/python -m pip install --quiet -e ".[dev,minari,ray,optuna]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,minari,ray,optuna,slurm]"
 	# MetaWorld 3.1.1 pins MuJoCo 3.3.0; Reverie pins 4.0.0 and patches the one difference it meets
 	# (envs/manipulation.py), so MetaWorld goes in without its dependencies (all already installed).
 	$(BIN)/python -m pip install --quiet --no-deps "metaworld==3.1.1"

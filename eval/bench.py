@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from agents.registry import AGENTS
 from envs.atomic_io import write_text
+from envs.errors import ReverieError
 
 COLUMNS = ["agent", "dataset", "source", "dataset_size", "seed", "steps", "normalized_score", "normalized_std",
            "return_mean", "eval_episodes", "train_seconds", "updates_per_second", "command"]
@@ -114,17 +115,31 @@ def multirun_command(cfg: DictConfig, overrides: list[str]) -> list[str]:
     def join(values) -> str:
         return ",".join(str(v) for v in values)
 
-    passthrough = [o for o in overrides if not o.split("=", 1)[0] in ("agents", "datasets", "seeds", "jobs")]
+    passthrough = [o for o in overrides if not o.split("=", 1)[0] in ("agents", "datasets", "seeds", "jobs",
+                                                                      "hydra_overrides")]
     return [sys.executable, "-m", "eval.bench", "--multirun", f"cell.seed={join(cfg.seeds)}",
             f"cell.dataset={join(cfg.datasets)}", f"cell.agent={join(cfg.agents)}", *launcher_overrides(cfg),
             f"hydra.sweep.dir={Path(cfg.out).resolve() / 'hydra'}", "hydra.job.chdir=false", *passthrough]
 
 
+LAUNCHERS_DIR = Path(__file__).resolve().parents[1] / "configs" / "hydra" / "launcher"
+
+
+def check_launcher(name: str) -> None:
+    known = ["joblib", "ray", *sorted(p.stem for p in LAUNCHERS_DIR.glob("*.yaml"))]
+    if name not in known:
+        raise ReverieError(f"option 'launcher': expected one of {', '.join(known)}, got '{name}'")
+
+
 def launcher_overrides(cfg: DictConfig) -> list[str]:
-    """Hydra's launcher for the grid: joblib processes here, or Ray tasks (one per cell, each
-    reserving ``ray.cpus_per_task`` CPUs) on a local Ray started for the grid or on a cluster."""
+    """Hydra's launcher for the grid: joblib processes here, Ray tasks (one per cell, each
+    reserving ``ray.cpus_per_task`` CPUs) on a local Ray started for the grid or on a cluster, or a
+    launcher configured in ``configs/hydra/launcher`` (``slurm``); ``hydra_overrides`` go with it."""
+    extra = [str(o) for o in (cfg.get("hydra_overrides") or [])]
     if cfg.launcher == "joblib":
-        return ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={cfg.jobs}"]
+        return ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={cfg.jobs}", *extra]
+    if cfg.launcher != "ray":     # a launcher of configs/hydra/launcher (slurm): config only
+        return [f"hydra/launcher={cfg.launcher}", *extra]
     from eval.parallel import RayOptions
 
     opts = RayOptions.from_config(OmegaConf.to_container(cfg.ray, resolve=True))
@@ -135,7 +150,7 @@ def launcher_overrides(cfg: DictConfig) -> list[str]:
     out += [f"+hydra.launcher.ray.init.{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in init.items()]
     out += [f"+hydra.launcher.ray.remote.num_cpus={opts.cpus_per_task}",
             f"+hydra.launcher.ray.remote.num_gpus={opts.gpus_per_task}"]
-    return out
+    return out + extra
 
 
 def behaviour_scores(sources: dict[str, str], size: int | None) -> dict[str, float]:

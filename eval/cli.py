@@ -409,8 +409,9 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
         agent_class(a)
     if int(cfg.jobs) < 1:
         raise ReverieError(f"option 'jobs': expected a positive integer, got {cfg.jobs}")
-    if cfg.launcher not in ("joblib", "ray"):
-        raise ReverieError(f"option 'launcher': expected 'joblib' or 'ray', got '{cfg.launcher}'")
+    from eval.bench import check_launcher
+
+    check_launcher(str(cfg.launcher))
     if cfg.launcher == "ray":
         from eval.parallel import RayOptions, import_ray
 
@@ -456,8 +457,9 @@ def run_tune(cfg: DictConfig, ctx: RunContext) -> int:
     if int(cfg.holdout.seed) == int(cfg.seed):
         raise ReverieError(f"holdout.seed: must differ from seed ({cfg.seed}): the held-out model would be the "
                            "learner's own")
-    if cfg.launcher not in ("joblib", "ray"):
-        raise ReverieError(f"option 'launcher': expected 'joblib' or 'ray', got '{cfg.launcher}'")
+    from eval.bench import check_launcher
+
+    check_launcher(str(cfg.launcher))
     space = search_space(str(cfg.search))
     if not searched_keys(space, ctx.overrides):
         raise ReverieError(f"search: every key of configs/search/{cfg.search}.yaml is fixed on the command line; "
@@ -707,7 +709,8 @@ def _group_help(prefix: str) -> str:
 
 
 def _command_help(cmd: Command, cfg_yaml: str) -> str:
-    groups = sorted(p.name for p in CONFIG_DIR.iterdir() if p.is_dir() and not p.name.startswith("_"))
+    groups = sorted(p.name for p in CONFIG_DIR.iterdir() if p.is_dir() and not p.name.startswith("_")
+                    and p.name != "hydra")
     choices = {g: sorted(f.stem for f in (CONFIG_DIR / g).glob("*.yaml")) for g in groups}
     lines = [f"usage: {cmd.usage or 'reverie ' + cmd.name + ' [key=value ...]'}", "", cmd.summary, "",
              "options (override any as key=value; configs/" + cmd.config + ".yaml):", ""]

@@ -103,6 +103,29 @@ def test_ray_options_are_checked(capsys, tmp_path):
     assert code == 2 and "option 'parallel': expected 'serial' or 'ray'" in capsys.readouterr().err
     code = main(["evaluate", "parallel=ray", "ray.num_cpus=-1", f"run_dir={tmp_path / 'x'}"])
     assert code == 2 and "ray.num_cpus: expected a non-negative integer" in capsys.readouterr().err
-    code = main(["bench", "launcher=slurm", f"out={tmp_path / 'g'}"])
-    assert code == 2 and "option 'launcher': expected 'joblib' or 'ray'" in capsys.readouterr().err
+    code = main(["bench", "launcher=pbs", f"out={tmp_path / 'g'}"])
+    assert code == 2 and "option 'launcher': expected one of joblib, ray, slurm, got 'pbs'" in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not (tmp_path / "g").exists()
+
+
+def test_the_slurm_launcher_is_config_only(tmp_path):
+    """``launcher=slurm`` hands the grid to Hydra's submitit launcher with our shipped settings and
+    the user's ``hydra_overrides``; the composed launcher is submitit's SLURM one (nothing submitted)."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    from omegaconf import OmegaConf
+
+    from eval.bench import multirun_command
+
+    cfg = OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "bench.yaml")
+    cfg.launcher, cfg.out = "slurm", str(tmp_path / "grid")
+    cfg.hydra_overrides = ["hydra.launcher.partition=cpu"]
+    cmd = multirun_command(cfg, ["launcher=slurm", "hydra_overrides=[hydra.launcher.partition=cpu]"])
+    assert "hydra/launcher=slurm" in cmd and "hydra.launcher.partition=cpu" in cmd
+    # compose it (one job's view, --cfg hydra prints instead of submitting)
+    single = [a for a in cmd if a not in ("--multirun",) and not a.startswith("cell.")]
+    shown = subprocess.run([*single, "cell.agent=mopo", "cell.dataset=hopper-medium", "cell.seed=0", "--cfg", "hydra"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    launcher = OmegaConf.create(shown.stdout).hydra.launcher
+    assert launcher._target_.endswith("SlurmLauncher") and launcher.partition == "cpu"
+    assert launcher.cpus_per_task == 1 and launcher.timeout_min == 360
