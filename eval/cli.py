@@ -462,7 +462,7 @@ def run_tune(cfg: DictConfig, ctx: RunContext) -> int:
     check_launcher(str(cfg.launcher))
     space = search_space(str(cfg.search))
     if not searched_keys(space, ctx.overrides):
-        raise ReverieError(f"search: every key of configs/search/{cfg.search}.yaml is fixed on the command line; "
+        raise ReverieError(f"search: every key of configs/search_space/{cfg.search}.yaml is fixed on the command line; "
                            "nothing is left to search")
     command = " ".join(["reverie tune", *(o for o in ctx.overrides if not o.startswith("collect_only="))])
     if cfg.collect_only:
@@ -710,7 +710,7 @@ def _group_help(prefix: str) -> str:
 
 def _command_help(cmd: Command, cfg_yaml: str) -> str:
     groups = sorted(p.name for p in CONFIG_DIR.iterdir() if p.is_dir() and not p.name.startswith("_")
-                    and p.name != "hydra")
+                    and p.name not in ("hydra", "search_space"))
     choices = {g: sorted(f.stem for f in (CONFIG_DIR / g).glob("*.yaml")) for g in groups}
     lines = [f"usage: {cmd.usage or 'reverie ' + cmd.name + ' [key=value ...]'}", "", cmd.summary, "",
              "options (override any as key=value; configs/" + cmd.config + ".yaml):", ""]

@@ -1,7 +1,7 @@
 """``reverie tune``: hyper-parameter search with Hydra's Optuna sweeper, on two objectives.
 
 The search is a Hydra multirun (``python -m eval.tune --multirun hydra/sweeper=optuna ...``)
-whose search space comes from ``configs/search/<agent>.yaml``; Optuna's TPE proposes each trial's
+whose search space comes from ``configs/search_space/<agent>.yaml``; Optuna's TPE proposes each trial's
 values and Hydra's launcher (joblib or Ray) runs it. A trial is one ``reverie train`` at the
 search's budget, in its own folder ``<out>/trials/<key>/`` keyed by everything that decides its
 result, and its ``result.json`` records both objectives:
@@ -42,11 +42,12 @@ TRIAL_KEYS = ("agent.", "world_model.", "world_model=")   # overrides that reach
 
 
 def search_space(name: str) -> dict[str, str]:
-    """``configs/search/<name>.yaml``: override key -> Optuna sweep expression."""
-    path = CONFIG_DIR / "search" / f"{name}.yaml"
+    """``configs/search_space/<name>.yaml``: override key -> Optuna sweep expression."""
+    path = CONFIG_DIR / "search_space" / f"{name}.yaml"
     if not path.is_file():
-        options = ", ".join(sorted(p.stem for p in (CONFIG_DIR / "search").glob("*.yaml")))
-        raise ReverieError(f"search: no search space '{name}' (configs/search/{name}.yaml); expected one of {options}")
+        options = ", ".join(sorted(p.stem for p in (CONFIG_DIR / "search_space").glob("*.yaml")))
+        raise ReverieError(f"search: no search space '{name}' (configs/search_space/{name}.yaml); "
+                           f"expected one of {options}")
     space = OmegaConf.to_container(OmegaConf.load(path))
     if not isinstance(space, dict) or not space or not all(isinstance(v, str) for v in space.values()):
         raise ReverieError(f"{path}: expected a mapping of override keys to sweep expressions, e.g. "
@@ -200,7 +201,7 @@ def collect(cfg: DictConfig, command: str) -> Path:
              f"objective (normalized score imagined in a held-out ensemble fitted with seed {cfg.holdout.seed}, "
              f"{cfg.holdout.rows} dataset episode starts, {cfg.holdout.horizon} steps; no simulator). Optuna TPE, "
              f"sampler seed {cfg.sampler_seed}, {cfg.startup_trials} random startup trials; search space "
-             f"`configs/search/{cfg.search}.yaml`.", "", f"Command: `{command}` (objective=simulator and "
+             f"`configs/search_space/{cfg.search}.yaml`.", "", f"Command: `{command}` (objective=simulator and "
              "objective=offline)", "",
              "| configuration | values | true score (simulator) | offline objective |", "|---|---|---:|---:|"]
     if default:

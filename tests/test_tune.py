@@ -42,7 +42,7 @@ def test_both_objectives_search_the_space_record_true_scores_and_replay(capsys, 
     for objective in ("simulator", "offline"):
         assert len(list((out / "searches" / objective).glob("*.json"))) == 3
     report = (out / "tune.md").read_text()
-    assert "| default | (the shipped defaults) |" in report
+    assert "| default | (the shipped defaults) |" in report and "configs/search_space/mopo.yaml" in report
     assert "best by the simulator objective (3 trials)" in report and "best by the offline objective (3 trials)" in report
     assert len(list(csv.DictReader(open(out / "trials.csv")))) == len(trials)
     # a rerun replays the seeded search from its cached trials: nothing is trained again
@@ -55,10 +55,12 @@ def test_both_objectives_search_the_space_record_true_scores_and_replay(capsys, 
 def test_bad_tune_options_are_refused_in_one_line(capsys, tmp_path):
     for args, message in [(["objective=reward"], "option 'objective': expected 'simulator' or 'offline'"),
                           (["holdout.seed=0"], "holdout.seed: must differ from seed (0)"),
-                          (["search=nope"], "unknown search 'nope': expected one of mobile, mopo"),
+                          (["search=nope"], "search: no search space 'nope' (configs/search_space/nope.yaml); expected one of mobile, mopo"),
                           (["agent=sac"], "sac"),
                           (["trials=0"], "option 'trials': expected a positive integer")]:
         code = main(["tune", *args, f"out={tmp_path / 'x'}"])
         err = capsys.readouterr().err
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "x").exists()
+    assert main(["tune", "agent=ravl", "--cfg", "job"]) == 0 and "search: ravl" in capsys.readouterr().out
+    assert main(["tune", "search=mobile", "--cfg", "job"]) == 0 and "search: mobile" in capsys.readouterr().out
