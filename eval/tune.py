@@ -203,6 +203,8 @@ def collect(cfg: DictConfig, command: str) -> Path:
              f"sampler seed {cfg.sampler_seed}, {cfg.startup_trials} random startup trials; search space "
              f"`configs/search_space/{cfg.search}.yaml`.", "", f"Command: `{command}` (objective=simulator and "
              "objective=offline)", "",
+             "One training seed per trial: the true score's ± is over its final evaluation episodes, not over "
+             "seeds, and a few points between configurations are within seed-to-seed noise.", "",
              "| configuration | values | true score (simulator) | offline objective |", "|---|---|---:|---:|"]
     if default:
         lines.append(row("default", default))
