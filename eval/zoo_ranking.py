@@ -109,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
                 code = reverie(cell_args(task, level, out, args))
                 if code:
                     return code
-    command = "python -m eval.zoo_ranking " + " ".join(argv if argv is not None else sys.argv[1:])
+    root = str(Path(__file__).resolve().parents[1]) + "/"     # paths inside the checkout, as a user types them
+    command = "python -m eval.zoo_ranking " + " ".join(a.replace(root, "")
+                                                       for a in (argv if argv is not None else sys.argv[1:]))
     rows, lines = summarize(out, command)
     if rows:
         buf = io.StringIO()
