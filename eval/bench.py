@@ -25,7 +25,7 @@ from pathlib import Path
 
 import hydra
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from agents.registry import AGENTS
 from envs.atomic_io import write_text
@@ -55,12 +55,26 @@ def cell_threads(cfg: DictConfig) -> int:
     return max(1, int(cfg.ray.cpus_per_task)) if cfg.get("launcher") == "ray" else 1
 
 
+def train_args(agent: str, dataset: str, seed: int, size: int | None, steps: int, run_dir: Path, threads: int,
+               extra: list[str]) -> list[str]:
+    """The ``reverie train`` arguments of one grid cell or search trial: its own run folder, its
+    checkpoint dropped once it has finished, then ``extra`` overrides."""
+    return ["train", f"agent={agent}", f"dataset={dataset}", f"seed={seed}",
+            f"size={size if size is not None else 'null'}", f"train.steps={steps}", f"run_dir={run_dir}",
+            "keep_checkpoint=false", f"threads={threads}", *extra]
+
+
+def train_in_subprocess(args: list[str], log_path: Path, cwd: Path) -> int:
+    """``reverie <args>`` in a child process started in ``cwd``, its output appended to ``log_path``."""
+    with open(log_path, "a") as log:
+        return subprocess.call([sys.executable, "-m", "eval.cli", *args], stdout=log, stderr=subprocess.STDOUT,
+                               cwd=cwd)
+
+
 def cell_args(cfg: DictConfig, agent: str, dataset: str, seed: int, out: Path) -> list[str]:
     extra = list((cfg.agent_overrides or {}).get(agent, []) or [])
-    return ["train", f"agent={agent}", f"dataset={dataset}", f"seed={seed}",
-            f"size={cfg.size if cfg.size is not None else 'null'}", f"train.steps={cfg.steps}",
-            f"run_dir={cell_dir(out, agent, dataset, seed)}", "keep_checkpoint=false",
-            f"threads={cell_threads(cfg)}", *extra, *list(cfg.train_overrides or [])]
+    return train_args(agent, dataset, seed, cfg.size, cfg.steps, cell_dir(out, agent, dataset, seed),
+                      cell_threads(cfg), [*extra, *list(cfg.train_overrides or [])])
 
 
 @contextmanager
@@ -99,9 +113,7 @@ def cell(cfg: DictConfig) -> float | None:
         if not mine:  # two grids sharing an out folder (and cells): the other one is running this cell
             print(f"cell {agent} {dataset} seed {seed} is running in another process; skipped", file=sys.stderr)
             return None
-        with open(log_path, "a") as log:
-            code = subprocess.call([sys.executable, "-m", "eval.cli", *cell_args(cfg, agent, dataset, seed, out)],
-                                   stdout=log, stderr=subprocess.STDOUT, cwd=cwd)
+        code = train_in_subprocess(cell_args(cfg, agent, dataset, seed, out), log_path, cwd)
     if code != 0:
         print(f"cell {agent} {dataset} seed {seed} failed (exit {code}); see {log_path}",
               file=sys.stderr)
@@ -125,10 +137,17 @@ def multirun_command(cfg: DictConfig, overrides: list[str]) -> list[str]:
 LAUNCHERS_DIR = Path(__file__).resolve().parents[1] / "configs" / "hydra" / "launcher"
 
 
-def check_launcher(name: str) -> None:
+def check_launcher(cfg: DictConfig) -> None:
+    """A grid's or search's ``launcher`` is one we can start; with ``ray``, its options are valid and
+    Ray is installed."""
     known = ["joblib", "ray", *sorted(p.stem for p in LAUNCHERS_DIR.glob("*.yaml"))]
-    if name not in known:
-        raise ReverieError(f"option 'launcher': expected one of {', '.join(known)}, got '{name}'")
+    if cfg.launcher not in known:
+        raise ReverieError(f"option 'launcher': expected one of {', '.join(known)}, got '{cfg.launcher}'")
+    if cfg.launcher == "ray":
+        from eval.parallel import RayOptions, import_ray
+
+        RayOptions.from_config(cfg.ray)
+        import_ray()
 
 
 def launcher_overrides(cfg: DictConfig) -> list[str]:
@@ -142,7 +161,7 @@ def launcher_overrides(cfg: DictConfig) -> list[str]:
         return [f"hydra/launcher={cfg.launcher}", *extra]
     from eval.parallel import RayOptions
 
-    opts = RayOptions.from_config(OmegaConf.to_container(cfg.ray, resolve=True))
+    opts = RayOptions.from_config(cfg.ray)
     if not opts.address and opts.num_cpus is None:
         opts.num_cpus = int(cfg.jobs * opts.cpus_per_task)
     init = opts.init_kwargs()

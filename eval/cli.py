@@ -411,12 +411,7 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
         raise ReverieError(f"option 'jobs': expected a positive integer, got {cfg.jobs}")
     from eval.bench import check_launcher
 
-    check_launcher(str(cfg.launcher))
-    if cfg.launcher == "ray":
-        from eval.parallel import RayOptions, import_ray
-
-        RayOptions.from_config(OmegaConf.to_container(cfg.ray, resolve=True))
-        import_ray()
+    check_launcher(cfg)
     out = Path(cfg.out)
     command = " ".join(["reverie bench", *(o for o in ctx.overrides if not o.startswith("collect_only="))])
     code = 0
@@ -459,7 +454,7 @@ def run_tune(cfg: DictConfig, ctx: RunContext) -> int:
                            "learner's own")
     from eval.bench import check_launcher
 
-    check_launcher(str(cfg.launcher))
+    check_launcher(cfg)
     space = search_space(str(cfg.search))
     if not searched_keys(space, ctx.overrides):
         raise ReverieError(f"search: every key of configs/search_space/{cfg.search}.yaml is fixed on the command line; "
@@ -567,7 +562,7 @@ def _ray_options(cfg: DictConfig):
     mode = str(cfg.get("parallel", "serial"))
     if mode not in ("serial", "ray"):
         raise ReverieError(f"option 'parallel': expected 'serial' or 'ray', got '{mode}'")
-    return RayOptions.from_config(OmegaConf.to_container(cfg.ray, resolve=True)) if mode == "ray" else None
+    return RayOptions.from_config(cfg.ray) if mode == "ray" else None
 
 
 def _evaluate_video(cfg: DictConfig, ctx: RunContext) -> None:

@@ -41,9 +41,12 @@ class RayOptions:
 
     @classmethod
     def from_config(cls, node: Any) -> "RayOptions":
+        """From a command's ``ray`` block (a DictConfig or a plain mapping), checked."""
+        from omegaconf import OmegaConf
+
         from envs.config import build_config
 
-        values = dict(node or {})
+        values = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else dict(node or {})
         return build_config(cls, values, "ray")
 
     def init_kwargs(self) -> dict:

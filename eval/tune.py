@@ -25,7 +25,6 @@ import csv
 import hashlib
 import io
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -67,7 +66,7 @@ def run_trial(cfg: DictConfig, params: dict[str, str], fixed: list[str], cwd: Pa
     """One trial: ``reverie train`` with ``params`` (the searched values) and ``fixed`` (the user's
     own agent./world_model. overrides), then the policy judged in the held-out model. Finished
     trials are read back."""
-    from eval.bench import cell_lock
+    from eval.bench import cell_lock, train_args, train_in_subprocess
 
     out = (cwd / Path(str(cfg.out))).resolve()
     overrides = [*fixed, *(f"{k}={v}" for k, v in sorted(params.items()))]
@@ -79,14 +78,10 @@ def run_trial(cfg: DictConfig, params: dict[str, str], fixed: list[str], cwd: Pa
         if not mine:
             raise ReverieError(f"{trial_dir}: this trial is running in another process")
         train_dir = trial_dir / "train"
-        args = ["train", f"agent={cfg.agent.name}", f"dataset={cfg.dataset}", f"seed={cfg.seed}",
-                f"size={cfg.size if cfg.size is not None else 'null'}", f"dataset_seed={cfg.dataset_seed}",
-                f"train.steps={cfg.steps}", f"run_dir={train_dir}", "keep_checkpoint=false",
-                f"threads={cfg.threads}", *overrides, *map(str, cfg.train_overrides or [])]
+        args = train_args(cfg.agent.name, cfg.dataset, cfg.seed, cfg.size, cfg.steps, train_dir, cfg.threads,
+                          [f"dataset_seed={cfg.dataset_seed}", *overrides, *map(str, cfg.train_overrides or [])])
         trial_dir.mkdir(parents=True, exist_ok=True)
-        with open(trial_dir / "train.log", "a") as log:
-            code = subprocess.call([sys.executable, "-m", "eval.cli", *args], stdout=log,
-                                   stderr=subprocess.STDOUT, cwd=cwd)
+        code = train_in_subprocess(args, trial_dir / "train.log", cwd)
         if code != 0:
             raise ReverieError(f"trial {key}: reverie train failed (exit {code}); see {trial_dir / 'train.log'}")
         trained = json.loads((train_dir / "result.json").read_text())
