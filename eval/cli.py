@@ -583,6 +583,14 @@ def _evaluate_video(cfg: DictConfig, ctx: RunContext) -> None:
     if not hasattr(model, "size"):
         raise ReverieError(f"world_model.checkpoint: {path}: not a video world model")
     check_video_model(model, path, task.name, model.size)
+    signal = str(cfg.get("uncertainty", "model"))
+    if signal not in ("model", "inverse_dynamics", "disagreement"):
+        raise ReverieError(f"option 'uncertainty': expected model, inverse_dynamics or disagreement, got '{signal}'")
+    if signal != "model":
+        model.cfg.uncertainty = signal
+    quantile = cfg.get("truncate_quantile")
+    if quantile is not None and not (isinstance(quantile, (int, float)) and 0 < float(quantile) <= 1):
+        raise ReverieError(f"option 'truncate_quantile': expected a quantile in (0, 1] or null, got {quantile!r}")
     specs = list(cfg.policies) if OmegaConf.is_list(cfg.policies) else [str(cfg.policies)]
     if "zoo" in specs:
         raise ReverieError("policies: manipulation tasks ship no zoo; pass VLA policy files or folders "
@@ -601,12 +609,16 @@ def _evaluate_video(cfg: DictConfig, ctx: RunContext) -> None:
 
     result, strips = evaluate_video(model, task.name, policies, seeds, horizon, episodes=episodes,
                                     open_loop_horizon=int(cfg.open_loop_horizon), bootstrap=int(cfg.bootstrap),
-                                    seed=int(cfg.seed), progress=progress)
+                                    seed=int(cfg.seed), progress=progress,
+                                    truncate_quantile=None if quantile is None else float(quantile))
     result["command"] = "reverie evaluate " + " ".join(ctx.overrides)
     result["world_model"] = str(path)
     header = (f"Task {task.name}; video world model {path}; {len(seeds)} simulator resets (seeds {seeds[0]}.."
               f"{seeds[-1]}), {horizon} steps, policies acting deterministically; imagined success: the model's "
-              f"success head above 0.5 at some step. Command: `{result['command']}`")
+              f"success head above 0.5 at some step" + (
+                  f" before its {model.cfg.uncertainty.replace('_', '-')} uncertainty first passes the {quantile:g} "
+                  f"quantile of what it shows on the dataset ({result['truncate_threshold']:.3g})"
+                  if quantile is not None else "") + f". Command: `{result['command']}`")
     report = write_report(result, ctx.run_dir, header, log=ctx.log, extra_figures=strips,
                           extra_heading="Real and imagined frames, side by side")
     rk = result["ranking"]

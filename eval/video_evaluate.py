@@ -8,6 +8,14 @@ frames) passes ``threshold`` at some step. The imagined success rates are then
 judged against the real ones with the same rank metrics as the state models
 (Pearson, Spearman, Kendall, MMRV, regret; success rates in [0, 1]).
 
+Truncation: an imagined step whose uncertainty (the model's inverse-dynamics
+error, or its ensemble disagreement) passes a quantile of what the model shows
+one step from its own dataset is not trusted, and neither is anything after it;
+success is judged on the trusted steps only. The rollouts run uncut and every
+cut is applied afterwards (a rollout is deterministic, so cutting at step t
+afterwards keeps exactly what a rollout truncated at t keeps): one pass gives
+the chosen cut and the verdict's sensitivity to the quantile.
+
 The model alone: dataset action sequences replayed open loop from the dataset's
 first frames; per-step pixel error (mean squared, quantiles) against horizon,
 and PSNR/SSIM at a few horizons. Frame strips show real and imagined frames of
@@ -29,6 +37,7 @@ from worldmodels.rollout import StartStates, rollout
 from worldmodels.video import PROPRIO, frames_to_obs
 
 STRIP_STEPS = (0, 5, 10, 20, 30, 40, 60, 80)
+SWEEP_QUANTILES = (1.0, 0.99, 0.95, 0.9)
 
 
 def load_vla_policies(specs: list[str]) -> list[tuple[str, str, object]]:
@@ -74,14 +83,59 @@ def reset_starts(task: str, seeds: list[int], size: int):
     return np.stack(frames), np.stack(states), texts
 
 
+def dataset_uncertainty(model, episodes, generator: torch.Generator) -> np.ndarray:
+    """The model's uncertainty one step from each of its dataset's (frame, action) pairs, the previous
+    frame as context, as an imagined step measures it."""
+    out = []
+    for e in episodes:
+        if len(e) < 2:
+            continue
+        obs = frames_to_obs(e.images[1:len(e)], e.states[1:len(e)])
+        ctx = frames_to_obs(e.images[:len(e) - 1], e.states[:len(e) - 1])
+        state = model.init_state(obs, generator, context=ctx)
+        _, step = model.step(state, torch.from_numpy(e.actions[1:len(e)]).float(), generator=generator,
+                             deterministic=True)
+        out.append(step.uncertainty.numpy())
+    if not out:
+        raise ReverieError("dataset: truncation needs episodes of at least two frames to measure the model's "
+                           "uncertainty on its own data")
+    return np.concatenate(out)
+
+
+def trusted_steps(uncertainty: np.ndarray, threshold: float | None) -> np.ndarray:
+    """Per row, the number of steps before the first whose uncertainty passes ``threshold``
+    (``uncertainty`` is ``[T, B]``; None: every step)."""
+    T, B = uncertainty.shape
+    if threshold is None:
+        return np.full(B, T)
+    over = uncertainty > threshold
+    return np.where(over.any(0), over.argmax(0), T)
+
+
 def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 100, threshold: float = 0.5,
                    episodes=None, open_loop_horizon: int = 50, bootstrap: int = 2000, seed: int = 0,
+                   truncate_quantile: float | None = None, sweep: tuple[float, ...] = SWEEP_QUANTILES,
                    progress=None) -> tuple[dict, dict[str, bytes]]:
-    """The result (in ``eval.report``'s shape) and the frame strips (PNG bytes by file name)."""
+    """The result (in ``eval.report``'s shape) and the frame strips (PNG bytes by file name).
+
+    ``truncate_quantile``: judge success only on the steps before the model's uncertainty passes this
+    quantile of its uncertainty on ``episodes`` (None: every step); ``sweep``: the quantiles whose
+    verdicts are reported beside it (both need ``episodes``)."""
     from agents.vla import real_episodes
     from agents.vla_finetune import VLAEnginePolicy
 
     S = model.size
+    if truncate_quantile is not None and not 0.0 < truncate_quantile <= 1.0:
+        raise ReverieError(f"truncate_quantile: expected a quantile in (0, 1], got {truncate_quantile}")
+    if truncate_quantile is not None and not episodes:
+        raise ReverieError("truncate_quantile: the cut is a quantile of the model's uncertainty on its dataset; "
+                           "pass the dataset (a manipulation file) too")
+    cuts: dict[float, float] = {}
+    if episodes and (truncate_quantile is not None or sweep):
+        data_unc = dataset_uncertainty(model, episodes, torch.Generator().manual_seed(seed))
+        cuts = {q: float(np.quantile(data_unc, q)) for q in sorted({*sweep, *([truncate_quantile]
+                                                                             if truncate_quantile else [])})}
+    cut = cuts.get(truncate_quantile) if truncate_quantile is not None else None
     frames0, states0, texts = reset_starts(task, seeds, S)
     start = StartStates(frames_to_obs(frames0, states0))
     per_policy, strips = [], {}
@@ -95,10 +149,18 @@ def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 
         ro = rollout(model, VLAEnginePolicy(policy, texts, S), start, horizon, torch.Generator().manual_seed(seed),
                      deterministic=True, judge=lambda out: out.success)
         t2 = time.perf_counter()
-        imagined = ((ro.judged > threshold) & ro.valid).any(0).numpy()
+        hit = ((ro.judged > threshold) & ro.valid).numpy()                     # [T, B]
+        unc = ro.uncertainty.numpy()
+
+        def success(threshold_):
+            trusted = trusted_steps(unc, threshold_)
+            return (hit & (np.arange(len(hit))[:, None] < trusted[None])).any(0), trusted
+
+        imagined, trusted = success(cut)
         per_policy.append({"policy": name, "kind": "VLA", "source": source,
                            "real_score": 100.0 * wins.mean(), "imagined_score": 100.0 * imagined.mean(),
-                           "real_length": float(lengths.mean()), "imagined_length": float(ro.lengths().float().mean()),
+                           "real_length": float(lengths.mean()), "imagined_length": float(trusted.mean()),
+                           "sweep": {str(q): 100.0 * success(t)[0].mean() for q, t in cuts.items()},
                            "nonfinite_rows": ro.nonfinite_rows, "simulator_seconds": t1 - t0, "model_seconds": t2 - t1})
         imag_frames = torch.cat([ro.obs[:1, 0], ro.next_obs[:, 0]])[:, :-PROPRIO].reshape(-1, S, S, 3).numpy()
         strips[f"strip_{name}.png"] = frame_strip(real_strip, imag_frames, f"{name}: real (top) and imagined "
@@ -108,14 +170,32 @@ def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 
     S_ = np.array([p["imagined_score"] for p in per_policy]) / 100.0
     R_ = np.array([p["real_score"] for p in per_policy]) / 100.0
     result = {"task": task, "policies": per_policy, "rows": len(seeds), "horizon": horizon,
+              "truncate_quantile": truncate_quantile, "truncate_threshold": cut, "cuts": cuts,
               "ranking": metrics.ranking_report(S_, R_, (1, 3), bootstrap, seed) if len(per_policy) >= 2 else {},
               "labels": {"score": "success rate (%)", "error": "pixel error (mean squared, [0, 1] pixels)",
                          "policies": "Per policy (success rate, % of episodes)",
                          "scale": "MMRV, regret and error are on the success rate (0 to 1)."}}
     if episodes:
         result["open_loop"], rows = open_loop_frames(model, episodes, open_loop_horizon, bootstrap, seed)
-        result["model_rows"] = rows
+        result["model_rows"] = rows + sweep_rows(per_policy, cuts, truncate_quantile, R_)
     return result, strips
+
+
+def sweep_rows(per_policy: list[dict], cuts: dict[float, float], chosen: float | None,
+               real: np.ndarray) -> list[list[str]]:
+    """The verdict's sensitivity to the cut: for each quantile, the policies' imagined success range and
+    how it ranks them against the real success (point figures; the chosen cut's intervals are above)."""
+    rows = []
+    for q, value in cuts.items():
+        s = np.array([p["sweep"][str(q)] for p in per_policy]) / 100.0
+        label = (f"cut at the {q:g} quantile of the dataset's uncertainty ({value:.3g})"
+                 + (" (chosen)" if q == chosen else ""))
+        figures = f"imagined success {100 * s.min():.0f}–{100 * s.max():.0f}%"
+        if len(s) >= 2:
+            figures += (f", Pearson {metrics.pearson(s, real):.2f}, Spearman {metrics.spearman(s, real):.2f}, "
+                        f"MMRV {metrics.mmrv(s, real):.3f}")
+        rows.append([label, figures])
+    return rows
 
 
 def open_loop_frames(model, episodes, horizon: int, bootstrap: int, seed: int) -> tuple[dict, list[list[str]]]:

@@ -141,9 +141,55 @@ def test_reverie_evaluate_ranks_vla_policies_in_the_video_model(reach, tmp_path,
     big = tmp_path / "big"
     big.mkdir()
     torch.save(VLAPolicy(VLAConfig(image_size=64, channels=8, hidden=32), tok).save_blob(), big / "vla64.pt")
+    # judged only before the inverse-dynamics error passes its dataset median: never longer, never more success
+    assert main([*argv, "truncate_quantile=0.5", "uncertainty=inverse_dynamics",
+                 f"run_dir={tmp_path / 'cut'}"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    cut = json.loads((tmp_path / "cut" / "results.json").read_text())
+    assert cut["truncate_quantile"] == 0.5 and set(cut["cuts"]) == {"0.5", "0.9", "0.95", "0.99", "1.0"}
+    for whole, part in zip(result["policies"], cut["policies"]):
+        assert part["imagined_length"] <= whole["imagined_length"] == 12
+        assert part["imagined_score"] <= part["sweep"]["1.0"] and part["imagined_score"] == part["sweep"]["0.5"]
+    assert "(chosen)" in (tmp_path / "cut" / "report.md").read_text()
     for extra, message in ((["policies=[zoo]"], "manipulation tasks ship no zoo"),
+                           (["truncate_quantile=1.5"], "option 'truncate_quantile': expected a quantile in (0, 1]"),
+                           (["uncertainty=entropy"], "option 'uncertainty': expected model, inverse_dynamics"),
                            ([f"policies=[{big}]"], "policy takes 64x64 frames, the world model 32x32"),
                            (["task=metaworld-push"], "trained on metaworld-reach, not metaworld-push")):
         code = main([*argv, *extra, f"run_dir={tmp_path / ('bad' + str(len(message)))}"])
         err = capsys.readouterr().err
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_cutting_an_imagined_rollout_afterwards_keeps_what_truncating_it_keeps(reach):
+    """The video evaluation cuts uncut rollouts afterwards, at several thresholds from one pass: the
+    steps it trusts are the steps a rollout truncated at that threshold keeps."""
+    from eval.video_evaluate import dataset_uncertainty, trusted_steps
+    from worldmodels.rollout import UncertaintyThreshold
+
+    ds, model, _ = reach
+    model.cfg.uncertainty = "inverse_dynamics"
+    try:
+        unc = dataset_uncertainty(model, ds.episodes, torch.Generator().manual_seed(0))
+        assert unc.shape == (sum(len(e) - 1 for e in ds.episodes),) and np.all(unc >= 0)
+        start = frames_to_obs(np.stack([e.images[0] for e in ds.episodes]), np.stack([e.states[0] for e in ds.episodes]))
+        acts = torch.from_numpy(np.stack([e.actions[:20] for e in ds.episodes], 1)).float()      # [20, B, 4]
+        whole = rollout(model, Replay(acts), start, 20, torch.Generator().manual_seed(1), deterministic=True,
+                        sample_model=False)
+        assert whole.valid.all()
+        for q in (0.5, 0.9, 1.0):
+            threshold = float(np.quantile(unc, q))
+            cut = rollout(model, Replay(acts), start, 20, torch.Generator().manual_seed(1), deterministic=True,
+                          sample_model=False, truncate=UncertaintyThreshold(threshold))
+            np.testing.assert_array_equal(trusted_steps(whole.uncertainty.numpy(), threshold),
+                                          cut.valid.sum(0).numpy())
+    finally:
+        model.cfg.uncertainty = "disagreement"
+
+
+def test_trusted_steps_stop_before_the_first_step_over_the_threshold():
+    from eval.video_evaluate import trusted_steps
+
+    unc = np.array([[0.1, 0.9, 0.1], [0.2, 0.1, 0.1], [0.8, 0.1, 0.1]])      # [T=3, B=3]
+    np.testing.assert_array_equal(trusted_steps(unc, 0.5), [2, 0, 3])
+    np.testing.assert_array_equal(trusted_steps(unc, None), [3, 3, 3])
