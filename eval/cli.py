@@ -510,7 +510,7 @@ def run_evaluate(cfg: DictConfig, ctx: RunContext) -> None:
     ecfg = EvalConfig(horizon=int(cfg.horizon), rows=int(cfg.rows), member=str(cfg.member),
                       sample_model=bool(cfg.sample_model), open_loop_rows=int(cfg.open_loop_rows),
                       open_loop_horizon=int(cfg.open_loop_horizon), bootstrap=int(cfg.bootstrap),
-                      seed=int(cfg.seed)).validate()
+                      seed=int(cfg.seed), max_state_std=_max_state_std(cfg)).validate()
     ray = _ray_options(cfg)
     specs = list(cfg.policies) if OmegaConf.is_list(cfg.policies) else [str(cfg.policies)]
     candidates = load_candidates(specs, task)
@@ -565,6 +565,14 @@ def _ray_options(cfg: DictConfig):
     return RayOptions.from_config(cfg.ray) if mode == "ray" else None
 
 
+def _max_state_std(cfg: DictConfig) -> float | None:
+    value = cfg.get("max_state_std")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ReverieError(f"option 'max_state_std': expected a number of standard deviations or null, "
+                           f"got {value!r}")
+    return None if value is None else float(value)
+
+
 def _evaluate_video(cfg: DictConfig, ctx: RunContext) -> None:
     from envs.manipulation import get_manipulation_task
     from envs.manipulation_data import read_manipulation
@@ -609,12 +617,13 @@ def _evaluate_video(cfg: DictConfig, ctx: RunContext) -> None:
 
     result, strips = evaluate_video(model, task.name, policies, seeds, horizon, episodes=episodes,
                                     open_loop_horizon=int(cfg.open_loop_horizon), bootstrap=int(cfg.bootstrap),
-                                    seed=int(cfg.seed), progress=progress,
+                                    seed=int(cfg.seed), progress=progress, sample_model=bool(cfg.sample_model),
                                     truncate_quantile=None if quantile is None else float(quantile))
     result["command"] = "reverie evaluate " + " ".join(ctx.overrides)
     result["world_model"] = str(path)
     header = (f"Task {task.name}; video world model {path}; {len(seeds)} simulator resets (seeds {seeds[0]}.."
-              f"{seeds[-1]}), {horizon} steps, policies acting deterministically; imagined success: the model's "
+              f"{seeds[-1]}), {horizon} steps, policies acting deterministically, the model "
+              f"{'sampled' if cfg.sample_model else 'at its mean'}; imagined success: the model's "
               f"success head above 0.5 at some step" + (
                   f" before its {model.cfg.uncertainty.replace('_', '-')} uncertainty first passes the {quantile:g} "
                   f"quantile of what it shows on the dataset ({result['truncate_threshold']:.3g})"

@@ -32,7 +32,7 @@ from envs.errors import ReverieError
 from envs.simulator import SimulatorBatch
 from envs.tasks import Task, normalized_score
 from eval import metrics
-from worldmodels.rollout import ActorPolicy, Rollout, SimulatorSource, StartStates, rollout
+from worldmodels.rollout import ActorPolicy, Rollout, SimulatorSource, StartStates, StateRange, rollout
 
 RUN_FILES = ("learner.pt", "world_model.pt", "checkpoint.pt")
 
@@ -158,11 +158,15 @@ class EvalConfig:
     bootstrap: int = 2000
     seed: int = 0
     ks: tuple[int, ...] = (1, 3)
+    max_state_std: float | None = None   # cut imagined rows that leave the model's data mean ± this many stds
 
     def validate(self) -> "EvalConfig":
         for name in ("horizon", "rows", "open_loop_horizon", "open_loop_rows", "bootstrap"):
             if getattr(self, name) < 1:
                 raise ReverieError(f"{name}: expected a positive integer, got {getattr(self, name)}")
+        if self.max_state_std is not None and not self.max_state_std > 0:
+            raise ReverieError(f"max_state_std: expected a positive number of standard deviations or null, "
+                               f"got {self.max_state_std}")
         if self.member not in ("per_step", "held"):
             raise ReverieError(f"member: expected 'per_step' or 'held', got '{self.member}'")
         return self
@@ -207,8 +211,9 @@ def imagine(model, policy, start_obs: torch.Tensor, cfg: EvalConfig) -> Rollout:
     B = len(start_obs)
     member = model.sample_members(B, torch.Generator().manual_seed(cfg.seed)) if cfg.member == "held" else None
     kwargs = {"member": member} if member is not None else {}
+    bounds = StateRange.of_model(model, cfg.max_state_std) if cfg.max_state_std is not None else None
     return rollout(model, policy, start_obs, cfg.horizon, torch.Generator().manual_seed(cfg.seed + 1),
-                   deterministic=True, sample_model=cfg.sample_model, **kwargs)
+                   deterministic=True, sample_model=cfg.sample_model, bounds=bounds, **kwargs)
 
 
 def evaluate(model, task: Task, candidates: list[Candidate], start: StartStates, cfg: EvalConfig,
@@ -249,7 +254,7 @@ def evaluate(model, task: Task, candidates: list[Candidate], start: StartStates,
             "imagined_score": float(np.mean(normalized_score(task, ri))),
             "real_length": float(real.lengths().float().mean()),
             "imagined_length": float(imag.lengths().float().mean()),
-            "nonfinite_rows": imag.nonfinite_rows,
+            "nonfinite_rows": imag.nonfinite_rows, "diverged_rows": imag.diverged_rows,
             "kinematic_imagined": kin_imagined[-1], "kinematic_real": kin_real[-1],
             "simulator_seconds": sim_seconds, "model_seconds": t2 - t1,
             "imagined_transitions_per_second": float(imag.lengths().sum()) / max(t2 - t1, 1e-9)})

@@ -115,7 +115,8 @@ def _tables(result: dict) -> tuple[list[list[str]], list[list[str]], list[list[s
                    for k, m in result.get("ranking", {}).items()]
     policy_rows = [[p["policy"], p["kind"], f"{p['real_score']:.1f}", f"{p['imagined_score']:.1f}",
                     f"{p['imagined_score'] - p['real_score']:+.1f}", f"{p['real_length']:.0f}",
-                    f"{p['imagined_length']:.0f}", str(p["nonfinite_rows"])] for p in result["policies"]]
+                    f"{p['imagined_length']:.0f}", f"{p['nonfinite_rows']} / {p.get('diverged_rows', 0)}"]
+                   for p in result["policies"]]
     model_rows = []
     if "open_loop" in result:
         ol = result["open_loop"]
@@ -136,7 +137,7 @@ def _tables(result: dict) -> tuple[list[list[str]], list[list[str]], list[list[s
 
 
 POLICY_HEAD = ["policy", "kind", "real score", "imagined score", "imagined − real", "real length",
-               "imagined length", "NaN rows"]
+               "imagined length", "NaN / diverged rows"]
 
 
 def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:

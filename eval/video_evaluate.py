@@ -115,12 +115,13 @@ def trusted_steps(uncertainty: np.ndarray, threshold: float | None) -> np.ndarra
 def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 100, threshold: float = 0.5,
                    episodes=None, open_loop_horizon: int = 50, bootstrap: int = 2000, seed: int = 0,
                    truncate_quantile: float | None = None, sweep: tuple[float, ...] = SWEEP_QUANTILES,
-                   progress=None) -> tuple[dict, dict[str, bytes]]:
+                   sample_model: bool = True, progress=None) -> tuple[dict, dict[str, bytes]]:
     """The result (in ``eval.report``'s shape) and the frame strips (PNG bytes by file name).
 
     ``truncate_quantile``: judge success only on the steps before the model's uncertainty passes this
     quantile of its uncertainty on ``episodes`` (None: every step); ``sweep``: the quantiles whose
-    verdicts are reported beside it (both need ``episodes``)."""
+    verdicts are reported beside it (both need ``episodes``). ``sample_model=False`` rolls the latent
+    dynamics' mean instead of a sample."""
     from agents.vla import real_episodes
     from agents.vla_finetune import VLAEnginePolicy
 
@@ -147,7 +148,7 @@ def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 
         wins, lengths, real_strip = real_episodes(policy, task, seeds, "train", S, horizon, seeds[0])
         t1 = time.perf_counter()
         ro = rollout(model, VLAEnginePolicy(policy, texts, S), start, horizon, torch.Generator().manual_seed(seed),
-                     deterministic=True, judge=lambda out: out.success)
+                     deterministic=True, sample_model=sample_model, judge=lambda out: out.success)
         t2 = time.perf_counter()
         hit = ((ro.judged > threshold) & ro.valid).numpy()                     # [T, B]
         unc = ro.uncertainty.numpy()

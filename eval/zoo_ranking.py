@@ -36,10 +36,10 @@ LEVELS = ("random", "medium", "medium-replay")
 def cell_args(task: str, level: str, out: Path, args) -> list[str]:
     return ["evaluate", f"task={task}", f"dataset={task}-{level}", f"size={args.size}", "seed=0",
             f"rows={args.rows}", f"horizon={args.horizon}", f"bootstrap={args.bootstrap}",
-            f"threads={args.threads}", f"run_dir={out / f'{task}-{level}'}"]
+            f"threads={args.threads}", f"max_state_std={args.max_state_std}", f"run_dir={out / f'{task}-{level}'}"]
 
 
-def summarize(out: Path, command: str) -> tuple[list[dict], list[str]]:
+def summarize(out: Path, command: str, max_state_std: float = 20.0) -> tuple[list[dict], list[str]]:
     rows = []
     for task in TASKS:
         for level in LEVELS:
@@ -52,21 +52,24 @@ def summarize(out: Path, command: str) -> tuple[list[dict], list[str]]:
                          **{f"{m}{suffix}": rk[m][key] for m in ("spearman", "mmrv", "kendall", "pearson", "regret@1")
                             for suffix, key in (("", "value"), ("_low", "low"), ("_high", "high"))},
                          "error_step1": cl["1"]["value"], "error_step100": cl.get("100", {}).get("value", float("nan")),
-                         "calibration": r["closed_loop"]["calibration"], "command": r["command"]})
+                         "calibration": r["closed_loop"]["calibration"],
+                         "diverged_rows": sum(p.get("diverged_rows", 0) for p in r["policies"]),
+                         "command": r["command"]})
     lines = ["# Ranking the policy zoo in an ensemble world model", "",
              "Each row: a 7-member ensemble (configs/world_model/ensemble.yaml, the model `reverie train` fits) "
              "on 100,000 transitions of the dataset; the task's 12 zoo policies, each from the same 20 "
              "simulator resets for 1,000 steps, in the simulator and in the model (an elite drawn each step, "
-             "sampled). 95% bootstrap intervals over policies. MMRV and regret on the normalized return "
+             f"sampled; a row whose state leaves the model's data mean ± {max_state_std:g} std is cut as diverged, "
+             "as NaN rows are). 95% bootstrap intervals over policies. MMRV and regret on the normalized return "
              "(D4RL score / 100). Error: closed-loop median state error (mean |Δ| in data-std units) at "
              "steps 1 and 100. Target: Spearman ≥ 0.9 and MMRV ≤ 0.1.", "", f"Command: `{command}`", "",
-             "| task | model data | Spearman [95%] | MMRV [95%] | regret@1 | error @1 | error @100 | target met |",
-             "|---|---|---:|---:|---:|---:|---:|:---:|"]
+             "| task | model data | Spearman [95%] | MMRV [95%] | regret@1 | error @1 | error @100 | diverged rows "
+             "| target met |", "|---|---|---:|---:|---:|---:|---:|---:|:---:|"]
     for r in rows:
         met = r["spearman"] >= 0.9 and r["mmrv"] <= 0.1
         lines.append(f"| {r['task']} | {r['data']} | {r['spearman']:.2f} [{r['spearman_low']:.2f}, "
                      f"{r['spearman_high']:.2f}] | {r['mmrv']:.3f} [{r['mmrv_low']:.3f}, {r['mmrv_high']:.3f}] | "
-                     f"{r['regret@1']:.3f} | {r['error_step1']:.4f} | {r['error_step100']:.3f} | "
+                     f"{r['regret@1']:.3f} | {r['error_step1']:.4f} | {r['error_step100']:.3f} | {r['diverged_rows']} | "
                      f"{'yes' if met else 'no'} |")
     if len(rows) >= 4:
         rho = np.array([r["spearman"] for r in rows])
@@ -96,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=20)
     ap.add_argument("--horizon", type=int, default=1000)
     ap.add_argument("--bootstrap", type=int, default=2000)
+    ap.add_argument("--max-state-std", type=float, default=20.0, help="the diverged-row guard (reverie evaluate "
+                    "max_state_std)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--collect-only", action="store_true")
     args = ap.parse_args(argv)
@@ -112,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     root = str(Path(__file__).resolve().parents[1]) + "/"     # paths inside the checkout, as a user types them
     command = "python -m eval.zoo_ranking " + " ".join(a.replace(root, "")
                                                        for a in (argv if argv is not None else sys.argv[1:]))
-    rows, lines = summarize(out, command)
+    rows, lines = summarize(out, command, args.max_state_std)
     if rows:
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=list(rows[0]))

@@ -44,7 +44,7 @@ def test_evaluate_writes_a_self_contained_report(capsys, tmp_path, setup):
         assert m["low"] <= m["high"]
     assert result["closed_loop"]["error"]["step"][-1] == 15
     assert len(result["open_loop"]["error"]["q50"]) == 8
-    assert all(p["nonfinite_rows"] == 0 for p in result["policies"])
+    assert all(p["nonfinite_rows"] == 0 and p["diverged_rows"] >= 0 for p in result["policies"])
     page = (tmp_path / "report" / "report.html").read_text()
     assert page.count('src="data:image/png;base64,') == 3
     assert not re.search(r'(src|href)="(https?:)?//', page)      # nothing fetched from a network
@@ -112,6 +112,8 @@ def test_bad_input_is_refused_in_one_line(capsys, tmp_path, setup):
         ([f"policies=[{wrong}]"], "policy has obs_dim=5, act_dim=2; task 'hopper' has obs_dim=11, act_dim=3"),
         ([f"policies=[{empty}]"], "no policies in this folder"),
         (["horizon=0"], "horizon: expected a positive integer, got 0"),
+        (["max_state_std=-1"], "max_state_std: expected a positive number of standard deviations or null, got -1"),
+        (["max_state_std=wide"], "option 'max_state_std': expected a number of standard deviations or null"),
         ([f"world_model.checkpoint={tmp_path / 'wfit' / 'world_model.pt'}"], "fitted for task 'walker2d'"),
     ]
     for extra, message in cases:

@@ -10,7 +10,7 @@ from envs.simulator import SimulatorBatch
 from envs.tasks import get_task
 from worldmodels.contract import ModelSpec, StepOut
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
-from worldmodels.rollout import (ActorPolicy, ModelReplayBuffer, SimulatorSource, StartStates,
+from worldmodels.rollout import (ActorPolicy, ModelReplayBuffer, SimulatorSource, StartStates, StateRange,
                                  UncertaintyThreshold, rollout)
 
 
@@ -63,6 +63,28 @@ def test_stopping_rules_on_a_hand_checkable_model():
     assert torch.isfinite(r.next_obs[r.valid]).all()
     flat = r.transitions()
     assert len(flat["rewards"]) == 9 and flat["terminated"].sum() == 1
+
+
+def test_rows_that_diverge_are_cut_and_counted_apart_from_nan_rows():
+    start = torch.zeros(3, 2)
+    policy = PerRow([[-1.0, 0.0], [0.0, 1.0], [0.7, 0.0]])
+    # the range |x| <= 1.5 (mean 0, std 0.5, 3 stds), all values finite: row 0 leaves it at step 1 (x0 = -2,
+    # before its NaN at -3), row 1 at step 1 (x1 = 2, before its terminal at 3), row 2 at step 2 (x0 = 2.1)
+    bounds = StateRange(torch.full((2,), -1.5), torch.full((2,), 1.5))
+    r = rollout(Drift(), policy, start, horizon=4, generator=torch.Generator(), bounds=bounds)
+    assert r.lengths().tolist() == [1, 1, 2] and r.diverged_rows == 3 and r.nonfinite_rows == 0
+    assert r.returns().tolist() == [1.0, 1.0, 2.0]
+    assert r.truncated[0, 0] and r.truncated[1, 2] and not r.terminated.any()
+    assert ((r.next_obs[r.valid].abs()) <= 1.5).all()
+
+    class Scaled(Drift):
+        def data_scale(self):
+            return torch.zeros(2), torch.full((2,), 0.5)
+
+    made = StateRange.of_model(Scaled(), 3.0)
+    torch.testing.assert_close(made.low, bounds.low)
+    torch.testing.assert_close(made.high, bounds.high)
+    assert StateRange.of_model(Drift(), 3.0) is None            # a model that does not know its data's scale
 
 
 class Recording(PerRow):

@@ -289,6 +289,10 @@ class DiffusionWorldModel(WorldModel):
         first = self.predict_segments(obs, a, deterministic=True)[:, :, 0]
         return first, torch.zeros_like(first)
 
+    def data_scale(self) -> tuple[Tensor, Tensor]:
+        """Mean and std of the observations the model was fitted on (``rollout``'s ``StateRange``)."""
+        return self.obs_norm.mean, self.obs_norm.std
+
     def init_state(self, start: Tensor, generator: torch.Generator | None = None, member: Tensor | None = None,
                    policy=None, policy_deterministic: bool = True) -> dict:
         self.check_start(start, member)

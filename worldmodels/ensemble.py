@@ -190,6 +190,11 @@ class GaussianEnsemble(WorldModel):
         return self._to_world(obs, mean, logvar)
 
     # ---------------------------------------------------------------- contract
+    def data_scale(self) -> tuple[Tensor, Tensor]:
+        """Mean and std of the observations the model was fitted on (``rollout``'s ``StateRange``)."""
+        n = self.spec.obs_dim
+        return self.input_norm.mean[:n], self.input_norm.std[:n]
+
     def init_state(self, start: Tensor, generator: torch.Generator | None = None, member: Tensor | None = None) -> dict:
         """``member`` ``[B]`` holds one member per row for the whole rollout; None draws an elite each step."""
         self.check_start(start, member)

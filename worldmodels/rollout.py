@@ -90,6 +90,27 @@ class SimulatorSource:
                              torch.zeros(len(rew)), time_limit=torch.from_numpy(trunc))
 
 
+class StateRange:
+    """Cut a row whose next observation leaves ``mean ± k * std`` of the model's data in any coordinate:
+    a finite prediction that has run off to 1e30 is as meaningless as a NaN (the guard counts it apart)."""
+
+    def __init__(self, low: Tensor, high: Tensor):
+        self.low, self.high = low, high
+
+    @classmethod
+    def of_model(cls, model, stds: float) -> "StateRange | None":
+        """From the model's data scale (``model.data_scale()``: mean and std of its observations), or
+        None for a model that does not know it."""
+        scale = model.data_scale() if hasattr(model, "data_scale") else None
+        if scale is None:
+            return None
+        mean, std = scale
+        return cls(mean - stds * std, mean + stds * std)
+
+    def contains(self, obs: Tensor) -> Tensor:
+        return ((obs >= self.low) & (obs <= self.high)).all(1)
+
+
 class UncertaintyThreshold:
     """Cut a row when its uncertainty passes ``threshold``."""
 
@@ -129,6 +150,7 @@ class Rollout:
     nonfinite_rows: int   # rows cut because a prediction was NaN or inf
     rule_cut_rows: int    # rows cut by the uncertainty rule
     judged: Tensor | None = None  # [T, B] the caller's ``judge`` of each step (e.g. MOPO's uncertainty)
+    diverged_rows: int = 0  # rows cut because a finite prediction left the ``StateRange``
 
     def returns(self) -> Tensor:
         return (self.rewards * self.valid).sum(0)
@@ -149,7 +171,8 @@ class Rollout:
 @torch.no_grad()
 def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, generator: torch.Generator,
             truncate: UncertaintyThreshold | None = None, deterministic: bool = False, sample_model: bool = True,
-            judge: Callable[[StepOut], Tensor] | None = None, **init_kwargs) -> Rollout:
+            judge: Callable[[StepOut], Tensor] | None = None, bounds: StateRange | None = None,
+            **init_kwargs) -> Rollout:
     """Roll ``policy`` in ``source`` for up to ``horizon`` steps from ``start``.
 
     ``deterministic`` is the policy's choice (no exploration noise);
@@ -157,7 +180,8 @@ def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, g
     ``judge(step_out) -> [B]`` is recorded for every kept step: a learner's score
     computed from what the model returned (its members), without a second pass.
     Extra keyword arguments go to ``source.init_state`` (e.g. ``member=`` to hold
-    one ensemble member per row for the whole rollout, as NEUBAY does)."""
+    one ensemble member per row for the whole rollout, as NEUBAY does). ``bounds`` cuts rows whose
+    prediction diverged (left the range), as NaN and inf rows are cut."""
     start = start if isinstance(start, StartStates) else StartStates(start)
     spec = source.spec
     check_batch("start.obs", start.obs, spec.obs_dim)
@@ -181,16 +205,18 @@ def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, g
     prev_reward = torch.zeros(B, **f32)
     first = torch.ones(B, **flag)
     last_kept = torch.full((B,), -1, dtype=torch.long, device=dev)
-    nonfinite = rule_cut = 0
+    nonfinite = rule_cut = diverged = 0
     for t in range(T):
         pstate, act = policy.act(pstate, obs, first, deterministic=deterministic, generator=generator,
                                  prev_reward=prev_reward)
         state, out = source.step(state, act, generator=generator, deterministic=not sample_model)
         finite = torch.isfinite(out.obs).all(1) & torch.isfinite(out.reward)
+        sane = finite & bounds.contains(out.obs) if bounds is not None else finite
         over = truncate.exceeds(out.uncertainty) if truncate is not None else torch.zeros(B, **flag)
-        keep = alive & finite & ~over
+        keep = alive & sane & ~over
         nonfinite += int((alive & ~finite).sum())
-        rule_cut += int((alive & finite & over).sum())
+        diverged += int((alive & finite & ~sane).sum())
+        rule_cut += int((alive & sane & over).sum())
         cut = alive & ~keep                     # stopped by the guard or the rule: close the previous step
         closable = cut & (last_kept >= 0)
         rec["truncated"][last_kept[closable], closable.nonzero().squeeze(1)] = True
@@ -214,7 +240,7 @@ def rollout(source, policy: Policy, start: StartStates | Tensor, horizon: int, g
             break
     rows = alive.nonzero().squeeze(1)
     rec["truncated"][last_kept[rows], rows] = True   # reached the horizon
-    return Rollout(**rec, nonfinite_rows=nonfinite, rule_cut_rows=rule_cut)
+    return Rollout(**rec, nonfinite_rows=nonfinite, rule_cut_rows=rule_cut, diverged_rows=diverged)
 
 
 class ModelReplayBuffer:
