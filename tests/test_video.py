@@ -193,3 +193,17 @@ def test_trusted_steps_stop_before_the_first_step_over_the_threshold():
     unc = np.array([[0.1, 0.9, 0.1], [0.2, 0.1, 0.1], [0.8, 0.1, 0.1]])      # [T=3, B=3]
     np.testing.assert_array_equal(trusted_steps(unc, 0.5), [2, 0, 3])
     np.testing.assert_array_equal(trusted_steps(unc, None), [3, 3, 3])
+
+
+def test_training_on_unrolled_predictions_lowers_the_unrolled_error(reach):
+    """The anti-drift stage: the dynamics trained on their own 4-step predictions predict 4 steps
+    ahead better on held-out windows than the one-step fit did (by 10-15% on this tiny model)."""
+    import copy
+
+    ds, model, _ = reach
+    model = copy.deepcopy(model)
+    metrics = model.train_unrolled(ds.episodes, steps=4, epochs=8, generator=torch.Generator().manual_seed(0),
+                                   lr=1e-3, batch=64)
+    assert metrics["unrolled4_holdout_after"] < 0.95 * metrics["unrolled4_holdout_before"], metrics
+    with pytest.raises(ReverieError, match="unroll_steps=500: no episode is longer"):
+        model.train_unrolled(ds.episodes, steps=500, epochs=1, generator=torch.Generator())

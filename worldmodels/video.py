@@ -56,6 +56,9 @@ class VideoConfig:
     max_epochs: int = 60
     patience: int = 5
     head_epochs: int = 20               # inverse dynamics and success heads
+    unroll_steps: int = 0               # > 0: then train the dynamics on their own k-step predictions
+    unroll_epochs: int = 3
+    unroll_lr: float = 1e-4
     uncertainty: str = "disagreement"   # or inverse_dynamics
     holdout_ratio: float = 0.1
 
@@ -66,6 +69,9 @@ class VideoConfig:
         if not 1 <= self.elites <= self.members:
             raise ReverieError(f"world_model: expected 1 <= elites <= members, got elites={self.elites}, "
                                f"members={self.members}")
+        if self.unroll_steps < 0 or self.unroll_epochs < 0:
+            raise ReverieError(f"world_model.unroll_steps and unroll_epochs: expected integers >= 0, got "
+                               f"{self.unroll_steps} and {self.unroll_epochs}")
         for name in ("latent", "channels", "ae_epochs", "ae_batch", "max_epochs", "head_epochs"):
             if getattr(self, name) < 1:
                 raise ReverieError(f"world_model.{name}: expected a positive integer, got {getattr(self, name)}")
@@ -267,6 +273,9 @@ class VideoWorldModel(WorldModel):
                                     if progress else None)
         self.elites.copy_(self.dynamics.elites)
         self.holdout_mse.copy_(self.dynamics.holdout_mse)
+        if cfg.unroll_steps > 0 and cfg.unroll_epochs > 0:
+            metrics.update(self.train_unrolled(episodes, cfg.unroll_steps, cfg.unroll_epochs, generator,
+                                               lr=cfg.unroll_lr, progress=progress, latents=zs))
 
         # inverse dynamics on real latent pairs; success on real frames
         zt = torch.cat([z[:-1] for z in zs])
@@ -280,6 +289,73 @@ class VideoWorldModel(WorldModel):
         suc_loss = self._train_head(self.success_head, s_in, s_lab[:, None],
                                     F.binary_cross_entropy_with_logits, generator)
         return {"reconstruction_mse": recon, **metrics, "inverse_dynamics_mse": inv_loss, "success_bce": suc_loss}
+
+    def train_unrolled(self, episodes, steps: int, epochs: int, generator: torch.Generator, lr: float = 1e-4,
+                       batch: int = 256, progress=None, latents: list[Tensor] | None = None) -> dict[str, float]:
+        """Against drift: train every member of the latent dynamics on its own ``steps``-step predictions.
+
+        A one-step fit sees only true context latents; a rollout feeds the model its own. Here each
+        member rolls ``steps`` steps from a true latent state along the recorded actions, the context
+        sliding as ``step`` slides it, and the error of every predicted latent and proprioception against
+        the true one (in units of their spread) is backpropagated through the whole unroll. Members
+        train side by side in one batched pass. Returns the held-out unrolled error before and after."""
+        L, dyn = self.cfg.latent, self.dynamics
+        if latents is None:
+            latents = [self.encode_obs(frames_to_obs(e.images, e.states)) for e in episodes]
+        starts, lat0, acts, z_true, p_true = [], [], [], [], []
+        for e, z in zip(episodes, latents):
+            T = len(e)
+            if T < steps + 1:
+                continue
+            p = torch.from_numpy(e.states).float()
+            a = torch.from_numpy(e.actions).float()
+            prev = torch.cat([z[:1], z[:-1]])                                  # z_{t-1} (z_0 repeated)
+            idx = torch.arange(0, T - steps + 1)                               # windows t .. t + steps
+            lat0.append(self._latent_state(z[idx], prev[idx], p[idx]))
+            win = idx[:, None] + torch.arange(steps)[None]                    # [W, steps]
+            acts.append(a[win])
+            z_true.append(z[win + 1])
+            p_true.append(p[win + 1])
+        if not lat0:
+            raise ReverieError(f"world_model.unroll_steps={steps}: no episode is longer than that")
+        lat0, acts, z_true, p_true = (torch.cat(x) for x in (lat0, acts, z_true, p_true))
+        n = len(lat0)
+        perm = torch.randperm(n, generator=generator)
+        n_hold = max(1, n // 20)
+        hold, train = perm[:n_hold], perm[n_hold:]
+        z_scale, p_scale = self.latent_norm.std, p_true.reshape(-1, PROPRIO).std(0).clamp_min(1e-6)
+
+        def unrolled_error(rows: Tensor) -> Tensor:
+            E = self.cfg.members
+            lat = lat0[rows].expand(E, -1, -1)                                 # [E, B, 2L + 4]
+            loss = lat.new_zeros(())
+            for j in range(steps):
+                a = acts[rows, j].expand(E, -1, -1)
+                mean, _ = dyn._trunk(dyn.input_norm(torch.cat([lat, a], -1)))
+                delta = dyn.target_norm.inverse(mean)[..., :-1]
+                nxt = lat + delta
+                z, p = nxt[..., :L], nxt[..., 2 * L:]
+                loss = loss + ((z - z_true[rows, j]) / z_scale).pow(2).mean() + \
+                    ((p - p_true[rows, j]) / p_scale).pow(2).mean()
+                lat = torch.cat([z, lat[..., :L], p], -1)                      # the context slides by one frame
+            return loss / steps
+
+        params = [q for name, q in dyn.named_parameters() if not name.endswith("logvar")]
+        opt = torch.optim.Adam(params, lr=lr)
+        with torch.no_grad():
+            before = float(unrolled_error(hold))
+        for epoch in range(1, epochs + 1):
+            order = train[torch.randperm(len(train), generator=generator)]
+            for b in range(0, len(order), batch):
+                loss = unrolled_error(order[b:b + batch])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            with torch.no_grad():
+                after = float(unrolled_error(hold))
+            if progress:
+                progress(f"dynamics unrolled {steps} steps", epoch, after)
+        return {f"unrolled{steps}_holdout_before": before, f"unrolled{steps}_holdout_after": after}
 
     def _train_head(self, head: nn.Module, x: Tensor, y: Tensor, loss_fn, generator) -> float:
         opt = torch.optim.Adam(head.parameters(), lr=1e-3)
