@@ -248,7 +248,13 @@ class VideoWorldModel(WorldModel):
                 recon = F.mse_loss(self.ae.decode(self.ae.encode(x)), x).item()
             if progress:
                 progress("autoencoder", epoch, recon)
+        return {"reconstruction_mse": recon, **self.fit_latent(episodes, generator, progress)}
 
+    def fit_latent(self, episodes, generator: torch.Generator, progress=None) -> dict[str, float]:
+        """Everything after the autoencoder: latent dynamics (with noised context; then, with
+        ``unroll_steps``, on their own predictions), inverse dynamics and success heads. On its own, it
+        refits a model's dynamics on other episodes (more varied actions) over the same frame encoder."""
+        cfg = self.cfg
         # latents of every frame, episode by episode
         with torch.no_grad():
             zs = [torch.cat([self.ae.encode(torch.from_numpy(e.images[i:i + 512]).permute(0, 3, 1, 2).float() / 255)
@@ -288,7 +294,7 @@ class VideoWorldModel(WorldModel):
         s_in = torch.cat([self.latent_norm(s_in[:, :cfg.latent]), s_in[:, cfg.latent:]], 1)
         suc_loss = self._train_head(self.success_head, s_in, s_lab[:, None],
                                     F.binary_cross_entropy_with_logits, generator)
-        return {"reconstruction_mse": recon, **metrics, "inverse_dynamics_mse": inv_loss, "success_bce": suc_loss}
+        return {**metrics, "inverse_dynamics_mse": inv_loss, "success_bce": suc_loss}
 
     def train_unrolled(self, episodes, steps: int, epochs: int, generator: torch.Generator, lr: float = 1e-4,
                        batch: int = 256, progress=None, latents: list[Tensor] | None = None) -> dict[str, float]:
