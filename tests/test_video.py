@@ -207,3 +207,25 @@ def test_training_on_unrolled_predictions_lowers_the_unrolled_error(reach):
     assert metrics["unrolled4_holdout_after"] < 0.95 * metrics["unrolled4_holdout_before"], metrics
     with pytest.raises(ReverieError, match="unroll_steps=500: no episode is longer"):
         model.train_unrolled(ds.episodes, steps=500, epochs=1, generator=torch.Generator())
+
+
+def test_success_can_be_judged_on_the_frame_the_model_shows(reach):
+    """success_on=frame: the head reads the latent of the decoded frame (what the model shows), not the
+    predicted latent; the step's prediction is the same either way."""
+    from worldmodels.video import VideoConfig
+
+    ds, model, _ = reach
+    e = ds.episodes[0]
+    start = frames_to_obs(e.images[:4], e.states[:4])
+    act = torch.from_numpy(e.actions[:4]).float()
+    outs = {}
+    for mode in ("latent", "frame"):
+        model.cfg.success_on = mode
+        state = model.init_state(start, torch.Generator().manual_seed(0))
+        _, outs[mode] = model.step(state, act, generator=torch.Generator().manual_seed(0), deterministic=True)
+    model.cfg.success_on = "latent"
+    for out in outs.values():
+        assert out.success.shape == (4,) and ((out.success >= 0) & (out.success <= 1)).all()
+    torch.testing.assert_close(outs["latent"].obs, outs["frame"].obs)        # only the judge differs
+    with pytest.raises(ReverieError, match="world_model.success_on: expected latent or frame"):
+        VideoConfig(success_on="pixels").validate()

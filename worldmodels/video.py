@@ -60,9 +60,12 @@ class VideoConfig:
     unroll_epochs: int = 3
     unroll_lr: float = 1e-4
     uncertainty: str = "disagreement"   # or inverse_dynamics
+    success_on: str = "latent"          # or frame: judge the re-encoded decoded frame (what the model shows)
     holdout_ratio: float = 0.1
 
     def validate(self) -> "VideoConfig":
+        if self.success_on not in ("latent", "frame"):
+            raise ReverieError(f"world_model.success_on: expected latent or frame, got '{self.success_on}'")
         if self.uncertainty not in ("disagreement", "inverse_dynamics"):
             raise ReverieError(f"world_model.uncertainty: expected disagreement or inverse_dynamics, "
                                f"got '{self.uncertainty}'")
@@ -187,7 +190,10 @@ class VideoWorldModel(WorldModel):
             uncertainty = self.action_error(lat[:, :L], z_next, action)
         else:
             uncertainty = out.uncertainty
-        success = torch.sigmoid(self.success_head(torch.cat([self.latent_norm(z_next), proprio], 1))).squeeze(1)
+        # success from the predicted latent, or from the latent of the frame it decodes to: a drifted latent
+        # is off the encoder's manifold, where the head (trained on encoded real frames) was never fitted
+        z_judged = self.encode_obs(obs) if self.cfg.success_on == "frame" else z_next
+        success = torch.sigmoid(self.success_head(torch.cat([self.latent_norm(z_judged), proprio], 1))).squeeze(1)
         return {"latent": next_lat, "member": state["member"]}, StepOut(
             obs, out.reward, torch.zeros_like(out.reward, dtype=torch.bool), uncertainty,
             members=out.members, success=success)            # members: the latent ensemble's, for penalties

@@ -14,6 +14,8 @@ from pathlib import Path
 task = sys.argv[1]
 real = {p["policy"]: p["real_score"] / 100 for p in json.load(open(f"runs/manip/rank/{task}/results.json"))["policies"]}
 model = load_model(Path(sys.argv[3] if len(sys.argv) > 3 else "runs/manip/loop/video.pt"))
+if len(sys.argv) > 4:
+    model.cfg.success_on = sys.argv[4]        # latent (the default) or frame
 pols = load_vla_policies(["runs/manip/loop/zoo", "runs/manip/loop/vla_bc.pt", "runs/manip/loop/vla_finetuned.pt"])
 seeds = list(range(20000, 20050))
 f0, s0, texts = reset_starts(f"metaworld-{task}", seeds, 64)
