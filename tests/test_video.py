@@ -227,5 +227,10 @@ def test_success_can_be_judged_on_the_frame_the_model_shows(reach):
     for out in outs.values():
         assert out.success.shape == (4,) and ((out.success >= 0) & (out.success <= 1)).all()
     torch.testing.assert_close(outs["latent"].obs, outs["frame"].obs)        # only the judge differs
+    shown = outs["frame"].obs
+    with torch.no_grad():
+        expected = torch.sigmoid(model.success_head(torch.cat([model.latent_norm(model.encode_obs(shown)),
+                                                               shown[:, -4:]], 1))).squeeze(1)
+    torch.testing.assert_close(outs["frame"].success, expected)           # the head read the shown frame
     with pytest.raises(ReverieError, match="world_model.success_on: expected latent or frame"):
         VideoConfig(success_on="pixels").validate()

@@ -159,6 +159,12 @@ class VideoWorldModel(WorldModel):
                           for i in range(0, len(obs), batch)])
 
     @torch.no_grad()
+    def encode_images(self, images: np.ndarray, batch: int = 512) -> Tensor:
+        """An episode's uint8 frames ``[N, S, S, 3]`` -> latents ``[N, latent]`` (what the fit encodes)."""
+        return torch.cat([self.ae.encode(torch.from_numpy(images[i:i + batch]).permute(0, 3, 1, 2).float() / 255)
+                          for i in range(0, len(images), batch)])
+
+    @torch.no_grad()
     def decode_obs(self, z: Tensor, proprio: Tensor) -> Tensor:
         frames = self.ae.decode(z).permute(0, 2, 3, 1).reshape(len(z), -1)
         return torch.cat([frames, proprio], dim=1)
@@ -261,10 +267,7 @@ class VideoWorldModel(WorldModel):
         ``unroll_steps``, on their own predictions), inverse dynamics and success heads. On its own, it
         refits a model's dynamics on other episodes (more varied actions) over the same frame encoder."""
         cfg = self.cfg
-        # latents of every frame, episode by episode
-        with torch.no_grad():
-            zs = [torch.cat([self.ae.encode(torch.from_numpy(e.images[i:i + 512]).permute(0, 3, 1, 2).float() / 255)
-                             for i in range(0, len(e.images), 512)]) for e in episodes]
+        zs = [self.encode_images(e.images) for e in episodes]              # latents of every frame, by episode
         all_z = torch.cat(zs)
         self.latent_norm.fit(all_z)
         spread = self.latent_norm.std
@@ -313,8 +316,8 @@ class VideoWorldModel(WorldModel):
         train side by side in one batched pass. Returns the held-out unrolled error before and after."""
         L, dyn = self.cfg.latent, self.dynamics
         if latents is None:
-            latents = [self.encode_obs(frames_to_obs(e.images, e.states)) for e in episodes]
-        starts, lat0, acts, z_true, p_true = [], [], [], [], []
+            latents = [self.encode_images(e.images) for e in episodes]
+        lat0, acts, z_true, p_true = [], [], [], []
         for e, z in zip(episodes, latents):
             T = len(e)
             if T < steps + 1:
