@@ -34,6 +34,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 PROPRIO_DIM = 4
 ACT_DIM = 4
+SCENES_PER_LIST = 50      # the task variations in one MetaWorld MT1 list
 
 
 @dataclass(frozen=True)
@@ -165,9 +166,10 @@ class ManipulationEnv:
         self._env = gym.make("Meta-World/MT1", env_name=self.task.env_name, disable_env_checker=True)
         self._unwrapped = self._env.unwrapped
         # MT1 draws one of its 50 task variations (object and goal placements) from the wrapper's own
-        # generator before the seeded reset; Reverie chooses it from the seed instead, so a seed fixes
-        # the scene; and success ends nothing here (episodes end by the caller's rules).
-        self._variations = self._env.get_wrapper_attr("tasks")
+        # generator before the seeded reset, from a list it draws afresh, unseeded, for every instance;
+        # Reverie chooses the variation from the reset seed instead (``scene``), so that a seed is the same
+        # scene in every instance and process; and success ends nothing here (the caller's rules do).
+        self._scene_lists: dict[int, list] = {}
         self._env.get_wrapper_attr("toggle_sample_tasks_on_reset")(False)
         self._env.get_wrapper_attr("toggle_terminate_on_success")(False)
         self._unwrapped.max_path_length = max(self._unwrapped.max_path_length, self.max_episode_steps + 1)
@@ -179,9 +181,21 @@ class ManipulationEnv:
         self.full_state = state
         return {"image": self.render_frame(self._unwrapped.data), "state": state[:PROPRIO_DIM].astype(np.float32)}
 
+    def scene(self, seed: int):
+        """The MetaWorld task variation of reset ``seed``: variation ``seed % 50`` of the MT1 list drawn with
+        seed ``seed // 50``. Every seed is its own scene (MetaWorld makes a list's 50 placements distinct),
+        and the same one wherever it is asked for."""
+        import metaworld
+
+        if int(seed) < 0:
+            raise ReverieError(f"seed: expected a reset seed >= 0, got {seed}")
+        block, index = divmod(int(seed), SCENES_PER_LIST)
+        if block not in self._scene_lists:
+            self._scene_lists[block] = metaworld.MT1(self.task.env_name, seed=block).train_tasks
+        return self._scene_lists[block][index]
+
     def reset(self, seed: int) -> dict:
-        variation = np.random.default_rng(int(seed)).integers(len(self._variations))
-        self._unwrapped.set_task(self._variations[variation])
+        self._unwrapped.set_task(self.scene(seed))
         state, _ = self._env.reset(seed=int(seed))
         self.t = 0
         return self._obs(state)

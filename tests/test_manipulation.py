@@ -35,7 +35,14 @@ def test_frames_proprioception_and_an_upright_camera():
     # upright: the plain backdrop wall fills the top right corner; the table's edge the bottom right one
     assert obs["image"][:6, -12:].std() < 5 < obs["image"][-6:, -12:].std()
     again = env.reset(seed=3)
-    assert np.array_equal(again["image"], obs["image"])            # a seed fixes the scene
+    assert np.array_equal(again["image"], obs["image"])            # a seed fixes the scene ...
+    other = ManipulationEnv("metaworld-push", image_size=48)
+    assert np.array_equal(other.reset(seed=3)["image"], obs["image"])   # ... in another instance too
+    scenes = {tuple(np.round(other.reset(seed=s) and other.full_state[4:7], 4)) for s in (3, 4, 53)}
+    assert len(scenes) == 3                                        # and every seed is its own scene
+    with pytest.raises(ReverieError, match="seed: expected a reset seed >= 0"):
+        other.reset(seed=-1)
+    other.close()
     obs2, reward, terminated, truncated, info = env.step(np.array([1.0, 0.0, 0.0, 0.0]))
     assert not np.array_equal(obs2["state"], obs["state"]) and isinstance(info["success"], bool)
     with pytest.raises(ValueError, match=r"action: expected shape \(4,\)"):
