@@ -67,8 +67,12 @@ class VLAConfig:
     execute: int = 4          # actions of each chunk executed before predicting again
     lr: float = 3e-4
     batch_size: int = 64
+    action_noise: float = 0.0  # std of Gaussian noise added to every executed action: a noisier copy of a policy,
+                               # for a zoo of graded quality (the noise is drawn from the seed given to reset())
 
     def validate(self) -> "VLAConfig":
+        if self.action_noise < 0:
+            raise ReverieError(f"agent.action_noise: expected a std >= 0, got {self.action_noise}")
         if not 1 <= self.execute <= self.chunk:
             raise ReverieError(f"agent.execute: expected 1 <= execute <= chunk ({self.chunk}), got {self.execute}")
         if self.image_size % 8:
@@ -90,6 +94,7 @@ class VLAPolicy(nn.Module):
                                   nn.Linear(cfg.hidden, cfg.hidden), nn.SiLU(),
                                   nn.Linear(cfg.hidden, cfg.chunk * act_dim))
         self._queue: list[Tensor] = []
+        self._noise = torch.Generator().manual_seed(0)
 
     # ----------------------------------------------------------------- inputs
     def _batch(self, obs: dict) -> tuple[Tensor, Tensor, Tensor]:
@@ -114,8 +119,11 @@ class VLAPolicy(nn.Module):
         return torch.tanh(self.head(x)).reshape(-1, self.cfg.chunk, self.act_dim)
 
     # -------------------------------------------------------------------- API
-    def reset(self) -> None:
+    def reset(self, seed: int | None = None) -> None:
+        """Start an episode (a batch of them): empty the action queue; ``seed`` reseeds the action noise."""
         self._queue = []
+        if seed is not None:
+            self._noise.manual_seed(int(seed))
 
     @torch.no_grad()
     def predict_action_chunk(self, obs: dict) -> Tensor:
@@ -127,7 +135,10 @@ class VLAPolicy(nn.Module):
         if not self._queue:
             chunk = self.predict_action_chunk(obs)
             self._queue = list(chunk[:, :self.cfg.execute].unbind(1))
-        return self._queue.pop(0)
+        action = self._queue.pop(0)
+        if self.cfg.action_noise > 0:
+            action = (action + self.cfg.action_noise * torch.randn(action.shape, generator=self._noise)).clamp(-1, 1)
+        return action
 
     # --------------------------------------------------------------- training
     def bc_loss(self, frames: Tensor, state: Tensor, tokens: Tensor, target: Tensor, mask: Tensor) -> Tensor:
@@ -136,7 +147,7 @@ class VLAPolicy(nn.Module):
         return (err * mask).sum() / mask.sum().clamp_min(1.0)
 
     def save_blob(self) -> dict:
-        return {"format": "reverie.vla/1", "config": vars(self.cfg), "vocab": self.tokenizer.vocab,
+        return {"format": "reverie.vla/1", "config": dict(vars(self.cfg)), "vocab": self.tokenizer.vocab,
                 "state_dict": self.state_dict()}
 
     @classmethod
@@ -146,6 +157,13 @@ class VLAPolicy(nn.Module):
         policy = cls(VLAConfig(**blob["config"]), Tokenizer(blob["vocab"][2:]))
         policy.load_state_dict(blob["state_dict"])
         return policy
+
+
+def noisy_copy(blob: dict, std: float) -> dict:
+    """A policy file's blob with Gaussian noise of ``std`` on every executed action (a zoo member of
+    lower quality that still acts from pixels, so that it can act in a video world model too)."""
+    VLAConfig(**{**blob["config"], "action_noise": std}).validate()
+    return {**blob, "config": {**blob["config"], "action_noise": float(std)}}
 
 
 def chunk_targets(actions: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -206,7 +224,7 @@ def real_episodes(policy: VLAPolicy, task: str, seeds: list[int], split: str = "
     for seed in seeds:
         obs = env.reset(seed)
         text = instruction(env.task, np.random.default_rng(seed), split)
-        policy.reset()
+        policy.reset(seed)
         seen = [obs["image"]]
         done = False
         for t in range(env.max_episode_steps):

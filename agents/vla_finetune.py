@@ -31,7 +31,7 @@ class VLAEnginePolicy:
         self.vla, self.texts, self.size, self.noise_std = vla, texts, size, noise_std
 
     def initial_state(self, batch_size: int) -> None:
-        self.vla.reset()
+        self.vla.reset(seed=0)
         return None
 
     def act(self, state, obs: Tensor, first, *, deterministic, generator=None, prev_reward=None):

@@ -24,10 +24,11 @@ from envs.atomic_io import atomic_path, write_json, write_text
 from envs.manipulation import TASKS
 
 EVAL_SEEDS = list(range(10_000, 10_050))
+ZOO_NOISE = (0.5, 1.0)      # action-noise stds of the zoo's noisy copies of the fine-tuned policy
 
 
 def main(argv: list[str] | None = None) -> int:
-    from agents.vla import Tokenizer, VLAConfig, VLAPolicy, bc_tensors, success_rate, train_bc
+    from agents.vla import Tokenizer, VLAConfig, VLAPolicy, bc_tensors, noisy_copy, success_rate, train_bc
     from agents.vla_finetune import FinetuneConfig, finetune
     from envs.builtin import cache_dir
     from envs.manipulation_data import make_manipulation, read_manipulation
@@ -128,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
             torch.save(policy.save_blob(), tmp)
 
     stage("fine-tuning on imagined rollouts", ft_path, fine_tune)
+    for std in ZOO_NOISE:          # the zoo's noisy copies of the best policy fill the middle of its range
+        noisy = out / "zoo" / f"vla_finetuned_noise{std:.1f}.pt"
+        if not noisy.exists():
+            with atomic_path(noisy, suffix=".pt") as tmp:
+                torch.save(noisy_copy(torch.load(ft_path, weights_only=False), std), tmp)
     stage("evaluation after fine-tuning", out / "success_finetuned.json",
           evaluate(ft_path, out / "success_finetuned.json"))
 

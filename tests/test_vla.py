@@ -44,6 +44,28 @@ def test_select_action_executes_chunks_from_a_queue():
     torch.testing.assert_close(back.predict_action_chunk(obs), chunk)
 
 
+def test_action_noise_makes_a_noisier_copy_drawn_from_the_reset_seed():
+    tok = Tokenizer.from_texts(["reach the red target"])
+    clean = VLAPolicy(VLAConfig(image_size=32, chunk=4, execute=4, channels=8, hidden=32), tok)
+    blob = clean.save_blob()
+    blob["config"]["action_noise"] = 0.5
+    noisy = VLAPolicy.from_blob(blob)
+    obs = {"image": np.zeros((4, 32, 32, 3), np.uint8), "state": np.zeros((4, 4), np.float32),
+           "instruction": "reach the red target"}
+
+    def episode(policy, seed):
+        policy.reset(seed)
+        return torch.stack([policy.select_action(obs) for _ in range(8)])
+
+    base, a, b, c = episode(clean, 1), episode(noisy, 1), episode(noisy, 1), episode(noisy, 2)
+    torch.testing.assert_close(a, b)                                   # the seed fixes the noise
+    assert not torch.allclose(a, c) and a.abs().max() <= 1             # another seed, other noise; still in range
+    assert 0.3 < (a - base).std().item() < 0.6                         # about the std asked for (clamping trims it)
+    assert VLAPolicy.from_blob(noisy.save_blob()).cfg.action_noise == 0.5
+    with pytest.raises(ReverieError, match="action_noise"):
+        VLAConfig(action_noise=-0.1).validate()
+
+
 def test_behaviour_cloning_fits_the_demonstrations():
     eps = collect_episodes("metaworld-reach", "expert", 3, seed=0, image_size=32)
     tok = Tokenizer.from_texts(TASKS["metaworld-reach"].templates("all"))
