@@ -41,11 +41,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--episodes", type=int, default=50, help="expert demonstrations per task")
     ap.add_argument("--coverage-episodes", type=int, default=25, help="noisy (medium) episodes per task, for the "
                     "world model only")
+    ap.add_argument("--bc-episodes", type=int, default=None, help="demonstrations per task the policy learns from "
+                    "(BC, and the real data and start frames of fine-tuning); default: all of --episodes. The world "
+                    "model always sees all of them")
     ap.add_argument("--bc-steps", type=int, default=6000)
     ap.add_argument("--eval-episodes", type=int, default=50)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    if args.bc_episodes is not None and not 1 <= args.bc_episodes <= args.episodes:
+        ap.error(f"--bc-episodes: expected 1..{args.episodes} (--episodes), got {args.bc_episodes}")
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -77,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         demos[t] = read_manipulation(make_manipulation(t, "expert", args.episodes, args.seed, cache_dir())[0]).episodes
         coverage[t] = read_manipulation(make_manipulation(t, "medium", args.coverage_episodes, args.seed + 1,
                                                           cache_dir())[0])
+    policy_demos = {t: demos[t][:args.bc_episodes] for t in tasks}      # [:None] keeps them all
     video_path = out / "video.pt"
 
     def fit_video():
@@ -94,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     def bc():
         torch.manual_seed(args.seed)
         policy = VLAPolicy(VLAConfig(), Tokenizer.from_texts(texts))
-        data = bc_tensors([e for t in tasks for e in demos[t]], policy.cfg.chunk)
+        data = bc_tensors([e for t in tasks for e in policy_demos[t]], policy.cfg.chunk)
 
         def snapshot(step, p):     # the manipulation zoo: BC policies of graded quality
             with atomic_path(out / "zoo" / f"vla_bc_step{step:05d}.pt", suffix=".pt") as tmp:
@@ -123,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     def fine_tune():
         policy = VLAPolicy.from_blob(torch.load(bc_path, weights_only=False))
         model = load_model(video_path)
-        history = finetune(policy, model, demos, FinetuneConfig(), torch.Generator().manual_seed(args.seed))
+        history = finetune(policy, model, policy_demos, FinetuneConfig(), torch.Generator().manual_seed(args.seed))
         write_json(out / "finetune.json", history)
         with atomic_path(ft_path, suffix=".pt") as tmp:
             torch.save(policy.save_blob(), tmp)
@@ -143,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     lines = ["# VLA fine-tuned on imagined rollouts in the video world model", "",
              f"Real MetaWorld success over the same {len(seeds)} seeds per task ({seeds[0]}..{seeds[-1]}), "
              "instructions from the training templates. Command: `" + command + "`", "",
+             f"The policy learns from {args.bc_episodes or args.episodes} expert demonstrations per task; the video "
+             f"world model from {args.episodes} expert and {args.coverage_episodes} medium (noisy) episodes per task.",
+             "",
              "| task | BC (demos only) | fine-tuned on imagined rollouts | change |", "|---|---:|---:|---:|"]
     for t in tasks:
         b, a = 100 * before[t]["success_rate"], 100 * after[t]["success_rate"]

@@ -83,3 +83,12 @@ def test_behaviour_cloning_fits_the_demonstrations():
     assert after < 0.5 * before, (before, after)
     result = success_rate(policy, "metaworld-reach", [0], image_size=32, max_steps=20)
     assert result["episodes"] == 1 and 0.0 <= result["success_rate"] <= 1.0
+
+
+def test_the_loop_refuses_more_policy_demonstrations_than_it_makes(tmp_path, capsys):
+    from eval.manipulation_loop import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--out", str(tmp_path / "loop"), "--episodes", "5", "--bc-episodes", "6"])
+    assert exit_.value.code == 2 and "--bc-episodes: expected 1..5 (--episodes), got 6" in capsys.readouterr().err
+    assert not (tmp_path / "loop").exists()                            # refused before anything is written
