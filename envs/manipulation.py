@@ -79,7 +79,10 @@ TASKS: dict[str, ManipulationTask] = {t.name: t for t in [
 ]}
 
 # Action noise of the scripted expert per dataset level (std of Gaussian noise; None: uniform random actions).
-LEVELS: dict[str, float | None] = {"expert": 0.0, "medium": 0.5, "poor": 1.0, "random": None}
+LEVELS: dict[str, float | None] = {"expert": 0.0, "medium": 0.5, "poor": 1.0, "misdirected": 0.0, "random": None}
+# misdirected: the expert's actions from another scene replayed in this one -- the arm moves with purpose and mostly
+# misses, the counter-examples a world model needs to learn that the object moves only when the arm reaches it
+MISDIRECT_OFFSET = 50_000      # the scene whose expert actions a misdirected episode replays: its own seed + this
 
 
 def get_manipulation_task(name: str) -> ManipulationTask:

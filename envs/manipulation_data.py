@@ -30,7 +30,8 @@ import numpy as np
 
 from envs.atomic_io import atomic_path
 from envs.errors import ReverieError
-from envs.manipulation import ACT_DIM, LEVELS, PROPRIO_DIM, ManipulationEnv, get_manipulation_task, instruction
+from envs.manipulation import (ACT_DIM, LEVELS, MISDIRECT_OFFSET, PROPRIO_DIM, ManipulationEnv, get_manipulation_task,
+                               instruction)
 
 FORMAT = "reverie.manipulation/1"
 
@@ -64,9 +65,21 @@ class ManipulationDataset:
         return int(self.attrs["image_size"])
 
 
+def _expert_actions(env: ManipulationEnv, seed: int) -> np.ndarray:
+    """The scripted expert's actions in the scene of ``seed``, for the whole episode length (success ends nothing)."""
+    env.reset(seed)
+    expert = env.expert()
+    actions = []
+    for _ in range(env.max_episode_steps):
+        actions.append(np.clip(expert.get_action(env.full_state), -1.0, 1.0))
+        env.step(actions[-1])
+    return np.array(actions)
+
+
 def collect_episodes(task: str, level: str, episodes: int, seed: int = 0, image_size: int = 64,
                      camera: str = "corner", success_tail: int = 10, progress=None) -> list[Episode]:
-    """Roll the task's scripted expert, with the level's action noise, for ``episodes`` episodes."""
+    """Roll the task's scripted expert, with the level's action noise, for ``episodes`` episodes (``misdirected``:
+    replay the actions the expert took in the scene of seed + ``MISDIRECT_OFFSET``)."""
     t = get_manipulation_task(task)
     if level not in LEVELS:
         raise ReverieError(f"unknown level '{level}' for {t.name}: expected one of {', '.join(LEVELS)}")
@@ -76,12 +89,15 @@ def collect_episodes(task: str, level: str, episodes: int, seed: int = 0, image_
     out = []
     for i in range(episodes):
         ep_seed = seed * 100_000 + i
+        replay = _expert_actions(env, ep_seed + MISDIRECT_OFFSET) if level == "misdirected" else None
         obs = env.reset(ep_seed)
         expert = env.expert()
         images, states, actions, rewards, success = [obs["image"]], [obs["state"]], [], [], []
         first_success = None
         for step in range(env.max_episode_steps):
-            if noise is None:
+            if replay is not None:
+                a = replay[step]
+            elif noise is None:
                 a = rng.uniform(-1.0, 1.0, ACT_DIM)
             else:
                 a = np.clip(expert.get_action(env.full_state) + noise * rng.standard_normal(ACT_DIM), -1.0, 1.0)

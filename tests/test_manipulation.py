@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from envs.errors import ReverieError
-from envs.manipulation import LEVELS, TASKS, ManipulationEnv, check_instruction, get_manipulation_task, instruction
+from envs.manipulation import LEVELS, MISDIRECT_OFFSET, TASKS, ManipulationEnv, check_instruction, get_manipulation_task, instruction
 from envs.manipulation_data import (Episode, collect_episodes, manipulation_info, read_manipulation,
                                     write_manipulation)
 from eval.cli import main
@@ -55,9 +55,21 @@ def test_the_scripted_expert_succeeds_and_noise_grades_quality():
     assert all(e.success.any() for e in expert) and all(len(e) < 150 for e in expert)
     rand = collect_episodes("metaworld-reach", "random", 2, seed=0, image_size=32)
     assert not any(e.success.any() for e in rand) and all(len(e) == 150 for e in rand)
-    assert set(LEVELS) == {"expert", "medium", "poor", "random"}
+    assert set(LEVELS) == {"expert", "medium", "poor", "misdirected", "random"}
     with pytest.raises(ReverieError, match="unknown level 'great'"):
         collect_episodes("metaworld-reach", "great", 1)
+
+
+def test_misdirected_episodes_replay_another_scenes_expert_and_miss():
+    from envs.manipulation_data import _expert_actions
+
+    eps = collect_episodes("metaworld-push", "misdirected", 3, seed=0, image_size=32)
+    env = ManipulationEnv("metaworld-push", image_size=32)
+    for e in eps:
+        np.testing.assert_array_equal(e.actions, _expert_actions(env, e.seed + MISDIRECT_OFFSET)[:len(e)])
+        assert np.abs(e.states[-1, :3] - e.states[0, :3]).max() > 0.05          # the arm moved with purpose
+    assert sum(e.success.any() for e in eps) <= 1                               # and mostly missed
+    env.close()
 
 
 def test_dataset_make_and_info_on_the_command_line(capsys, tmp_path):
