@@ -1,7 +1,10 @@
 """Refit the loop's video model's latent dynamics and heads (same frame encoder) on episodes with more varied
-actions: the expert and medium demonstrations plus `poor` ones (action noise 1.0), then 10-step unrolled training.
+actions: the expert and medium demonstrations plus 25 episodes per task of each extra level (default `poor`,
+action noise 1.0), then 10-step unrolled training.
 
     python assets/reports/manipulation/draws/refit.py runs/manip/loop/video.pt runs/manip/loop/video_poor.pt
+    python assets/reports/manipulation/draws/refit.py runs/manip/loop/video.pt runs/manip/loop/video_missed.pt \
+        poor,misdirected
 """
 import dataclasses, json, sys, time
 from pathlib import Path
@@ -15,10 +18,12 @@ from worldmodels.registry import load_model
 from worldmodels.video import VideoWorldModel
 
 src, dst = sys.argv[1], sys.argv[2]
+extra = sys.argv[3].split(",") if len(sys.argv) > 3 else ["poor"]
+SEEDS = {"poor": 2, "misdirected": 3}
 old = load_model(Path(src))
 t0 = time.perf_counter()
 data = {lv: {t: read_manipulation(make_manipulation(t, lv, n, seed, cache_dir())[0]).episodes for t in TASKS}
-        for lv, n, seed in (("expert", 50, 0), ("medium", 25, 1), ("poor", 25, 2))}
+        for lv, n, seed in (("expert", 50, 0), ("medium", 25, 1), *((lv, 25, SEEDS[lv]) for lv in extra))}
 made = time.perf_counter() - t0
 cfg = dataclasses.replace(old.cfg, unroll_steps=10, unroll_epochs=3, unroll_lr=3e-4)
 model = VideoWorldModel(old.spec.obs_dim, old.spec.act_dim, cfg, task=old.spec.task)
