@@ -246,7 +246,9 @@ def real_episodes(policy: VLAPolicy, task: str, seeds: list[int], split: str = "
 
 def success_rate(policy: VLAPolicy, task: str, seeds: list[int], split: str = "train", image_size: int = 64,
                  max_steps: int | None = None) -> dict:
-    """The policy's real success rate over one episode per seed."""
+    """The policy's real success rate over one episode per seed, with each seed's outcome (``wins``), so that
+    two policies measured on the same seeds can be compared pair by pair."""
     wins, lengths, _ = real_episodes(policy, task, seeds, split, image_size, max_steps)
     return {"task": task, "episodes": len(seeds), "success_rate": float(np.mean(wins)),
-            "mean_length": float(np.mean(lengths))}
+            "mean_length": float(np.mean(lengths)), "seeds": [int(s) for s in seeds],
+            "wins": [bool(w) for w in wins]}

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from envs.atomic_io import atomic_path, write_json, write_text
+from eval.metrics import bootstrap
 from envs.manipulation import TASKS
 
 EVAL_SEEDS = list(range(10_000, 10_050))
@@ -152,16 +153,32 @@ def main(argv: list[str] | None = None) -> int:
              f"The policy learns from {args.bc_episodes or args.episodes} expert demonstrations per task; the video "
              f"world model from {args.episodes} expert and {args.coverage_episodes} medium (noisy) episodes per task.",
              "",
-             "| task | BC (demos only) | fine-tuned on imagined rollouts | change |", "|---|---:|---:|---:|"]
-    for t in tasks:
-        b, a = 100 * before[t]["success_rate"], 100 * after[t]["success_rate"]
-        lines.append(f"| {t} | {b:.0f}% | {a:.0f}% | {a - b:+.0f} |")
-    raised = sum(after[t]["success_rate"] > before[t]["success_rate"] for t in tasks)
-    lines += ["", f"Raised on {raised} of {len(tasks)} tasks.", "", "| stage | wall-clock (s) |", "|---|---:|"]
+             *change_table(before, after, tasks), "| stage | wall-clock (s) |", "|---|---:|"]
     lines += [f"| {k} | {v:.0f} |" for k, v in stages.items()]
     write_text(Path(args.report) / "vla_finetuning.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
+
+
+def change_table(before: dict, after: dict, tasks: list[str]) -> list[str]:
+    """Markdown lines: real success per task before and after fine-tuning, the change with a 95% bootstrap
+    interval paired over seeds (when both tables hold each seed's outcome on the same seeds), and a count."""
+    lines = ["| task | BC (demos only) | fine-tuned on imagined rollouts | change [95%, paired over seeds] |",
+             "|---|---:|---:|---:|"]
+    paired = all("wins" in before[t] and before[t].get("seeds") == after[t].get("seeds") for t in tasks)
+    surely = 0
+    for t in tasks:
+        b, a = 100 * before[t]["success_rate"], 100 * after[t]["success_rate"]
+        interval = ""
+        if paired:
+            ci = bootstrap(lambda x, y: float(np.mean(x) - np.mean(y)), np.array(after[t]["wins"], float),
+                           np.array(before[t]["wins"], float))
+            interval = f" [{100 * ci['low']:+.0f}, {100 * ci['high']:+.0f}]"
+            surely += ci["low"] > 0
+        lines.append(f"| {t} | {b:.0f}% | {a:.0f}% | {a - b:+.0f}{interval} |")
+    raised = sum(after[t]["success_rate"] > before[t]["success_rate"] for t in tasks)
+    return lines + ["", f"Raised on {raised} of {len(tasks)} tasks"
+                    + (f"; on {surely} the whole 95% interval of the change is above zero." if paired else "."), ""]
 
 
 if __name__ == "__main__":

@@ -92,3 +92,19 @@ def test_the_loop_refuses_more_policy_demonstrations_than_it_makes(tmp_path, cap
         main(["--out", str(tmp_path / "loop"), "--episodes", "5", "--bc-episodes", "6"])
     assert exit_.value.code == 2 and "--bc-episodes: expected 1..5 (--episodes), got 6" in capsys.readouterr().err
     assert not (tmp_path / "loop").exists()                            # refused before anything is written
+
+
+def test_the_loop_reports_each_change_with_an_interval_paired_over_seeds():
+    from eval.manipulation_loop import change_table
+
+    seeds = list(range(40))
+    def table(rate_a, rate_b):       # two tasks: "a" and "b", each seed's outcome
+        return {t: {"success_rate": r, "seeds": seeds, "wins": [i < 40 * r for i in seeds]}
+                for t, r in (("a", rate_a), ("b", rate_b))}
+    lines = change_table(table(0.25, 0.5), table(0.75, 0.5), ["a", "b"])
+    row_a = next(l for l in lines if l.startswith("| a |"))
+    assert "| 25% | 75% | +50 [+35, +65] |" in row_a                   # 20 seeds won after, none lost: a sure gain
+    assert "| 50% | 50% | +0 [+0, +0] |" in next(l for l in lines if l.startswith("| b |"))
+    assert "Raised on 1 of 2 tasks; on 1 the whole 95% interval of the change is above zero." in lines
+    unpaired = {t: {k: v for k, v in row.items() if k != "wins"} for t, row in table(0.25, 0.5).items()}
+    assert "Raised on 1 of 2 tasks." in change_table(unpaired, table(0.75, 0.5), ["a", "b"])
