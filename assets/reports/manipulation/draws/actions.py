@@ -1,0 +1,84 @@
+"""Does the video model follow the actions? One start, several action sequences.
+
+For each of 20 simulator resets of TASK, five 150-step action sequences are played open loop both in
+MetaWorld and in the video model (at its mean, from the same first frame): the scripted expert's
+actions for that reset; the expert's actions for a different reset (another object and goal
+placement); the expert's actions with Gaussian noise of std 1 (clipped); uniform random actions;
+and zeros. Printed per sequence: real success, imagined success (the success head above 0.5 at some
+step), the hand's position error at steps 25/75/150 (imagined proprioception against the
+simulator's), and the PSNR of the imagined frame against the real one at those steps.
+
+If the model follows the actions, imagined success should track real success across sequences, and
+the zero and random sequences should be imagined as failures.
+
+Usage (repository root): python assets/reports/manipulation/draws/actions.py TASK [MODEL]
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+torch.set_num_threads(1)
+from envs.manipulation import PROPRIO_DIM, ManipulationEnv
+from worldmodels.registry import load_model
+from worldmodels.video import frames_to_obs
+
+task = sys.argv[1]
+model = load_model(Path(sys.argv[2] if len(sys.argv) > 2 else "runs/manip/loop/video.pt"))
+H, seeds, checks = 150, list(range(20000, 20020)), (25, 75, 150)
+env = ManipulationEnv(f"metaworld-{task}", 64, max_episode_steps=H)
+
+
+def play(seed: int, actions: np.ndarray | None):
+    """Closed-loop expert when ``actions`` is None; else the sequence open loop. Returns actions,
+    frames [H+1], proprio [H+1], success (any step)."""
+    obs, expert = env.reset(seed), env.expert()
+    frames, states, acts, success = [obs["image"]], [obs["state"]], [], False
+    for t in range(H):
+        a = np.clip(expert.get_action(env.full_state), -1, 1) if actions is None else actions[t]
+        obs, _, _, _, info = env.step(a)
+        frames.append(obs["image"]); states.append(obs["state"]); acts.append(a); success |= info["success"]
+    return np.array(acts, np.float32), np.stack(frames), np.stack(states), success
+
+
+rng = np.random.default_rng(0)
+expert = {s: play(s, None) for s in seeds + [seeds[-1] + 1]}
+sequences = {
+    "expert": {s: expert[s][0] for s in seeds},
+    "expert, other reset": {s: expert[s + 1][0] for s in seeds},
+    "expert + noise 1.0": {s: np.clip(expert[s][0] + rng.normal(0, 1, expert[s][0].shape), -1, 1).astype(np.float32)
+                           for s in seeds},
+    "uniform random": {s: rng.uniform(-1, 1, (H, 4)).astype(np.float32) for s in seeds},
+    "zeros": {s: np.zeros((H, 4), np.float32) for s in seeds},
+}
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    mse = np.mean((a.astype(np.float32) / 255 - b.astype(np.float32) / 255) ** 2)
+    return float(10 * np.log10(1 / max(mse, 1e-10)))
+
+
+g = torch.Generator().manual_seed(0)
+print(f"{task}: {len(seeds)} resets, {H} steps, model at its mean ({sys.argv[2] if len(sys.argv) > 2 else 'video.pt'})")
+print(f"{'sequence':22s} real  imagined  agree | hand error (m) @{checks} | PSNR (dB) @{checks}")
+for name, acts in sequences.items():
+    real_s, imag_s, hand_err, psnrs = [], [], [], []
+    for s in seeds:
+        _, frames, states, ok = play(s, acts[s])
+        start = frames_to_obs(frames[:1], states[:1])
+        state = model.init_state(start, g)
+        fired, errs, ps = False, [], []
+        for t in range(H):
+            state, out = model.step(state, torch.from_numpy(acts[s][t:t + 1]), generator=g, deterministic=True)
+            fired |= bool(out.success[0] > 0.5)
+            if t + 1 in checks:
+                img = (out.obs[0, :-PROPRIO_DIM].reshape(64, 64, 3).clamp(0, 1).numpy() * 255).astype(np.uint8)
+                errs.append(float(np.linalg.norm(out.obs[0, -PROPRIO_DIM:-1].numpy() - states[t + 1][:3])))
+                ps.append(psnr(img, frames[t + 1]))
+        real_s.append(ok); imag_s.append(fired); hand_err.append(errs); psnrs.append(ps)
+    real_s, imag_s = np.array(real_s), np.array(imag_s)
+    he, pp = np.mean(hand_err, 0), np.mean(psnrs, 0)
+    print(f"{name:22s} {real_s.mean():4.0%}  {imag_s.mean():7.0%}  {np.mean(real_s == imag_s):5.0%} | "
+          f"{' '.join(f'{x:.3f}' for x in he)} | {' '.join(f'{x:.1f}' for x in pp)}", flush=True)
+env.close()
