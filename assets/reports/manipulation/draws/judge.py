@@ -15,7 +15,6 @@ import numpy as np
 import torch
 
 torch.set_num_threads(1)
-from agents.vla import real_episodes
 from eval.video_evaluate import load_vla_policies
 from worldmodels.registry import load_model
 
@@ -25,7 +24,7 @@ seeds = list(range(20000, 20030))
 pols = load_vla_policies(["runs/manip/loop/zoo", "runs/manip/loop/vla_bc.pt", "runs/manip/loop/vla_finetuned.pt"])
 print(f"{task}: {len(seeds)} real episodes per policy, success head of {sys.argv[2] if len(sys.argv) > 2 else 'video.pt'}")
 print(f"{'policy':24s} real  judged  false-pos  head max (failed eps, median)")
-from envs.manipulation import ManipulationEnv, instruction  # noqa: E402
+from envs.manipulation import ManipulationEnv, instruction
 
 env = ManipulationEnv(f"metaworld-{task}", 64)
 for name, _, pol in pols:
