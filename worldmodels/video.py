@@ -198,11 +198,16 @@ class VideoWorldModel(WorldModel):
             uncertainty = out.uncertainty
         # success from the predicted latent, or from the latent of the frame it decodes to: a drifted latent
         # is off the encoder's manifold, where the head (trained on encoded real frames) was never fitted
-        z_judged = self.encode_obs(obs) if self.cfg.success_on == "frame" else z_next
-        success = torch.sigmoid(self.success_head(torch.cat([self.latent_norm(z_judged), proprio], 1))).squeeze(1)
+        success = self.success_probability(self.encode_obs(obs) if self.cfg.success_on == "frame" else z_next, proprio)
         return {"latent": next_lat, "member": state["member"]}, StepOut(
             obs, out.reward, torch.zeros_like(out.reward, dtype=torch.bool), uncertainty,
             members=out.members, success=success)            # members: the latent ensemble's, for penalties
+
+    @torch.no_grad()
+    def success_probability(self, z: Tensor, proprio: Tensor) -> Tensor:
+        """The success head's probability ``[N]`` for frame latents ``z`` and proprioception: what every imagined
+        step reports, and what a probe applies to the latents of real frames."""
+        return torch.sigmoid(self.success_head(torch.cat([self.latent_norm(z), proprio], 1))).squeeze(1)
 
     def action_error(self, z: Tensor, z_next: Tensor, action: Tensor) -> Tensor:
         """How far the inverse model's reading of ``z -> z_next`` is from the action taken."""

@@ -21,6 +21,7 @@ import torch
 
 torch.set_num_threads(1)
 from envs.manipulation import PROPRIO_DIM, ManipulationEnv
+from eval.metrics import psnr
 from worldmodels.registry import load_model
 from worldmodels.video import frames_to_obs
 
@@ -54,11 +55,6 @@ sequences = {
 }
 
 
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = np.mean((a.astype(np.float32) / 255 - b.astype(np.float32) / 255) ** 2)
-    return float(10 * np.log10(1 / max(mse, 1e-10)))
-
-
 g = torch.Generator().manual_seed(0)
 print(f"{task}: {len(seeds)} resets, {H} steps, model at its mean ({sys.argv[2] if len(sys.argv) > 2 else 'video.pt'})")
 print(f"{'sequence':22s} real  imagined  agree | hand error (m) @{checks} | PSNR (dB) @{checks}")
@@ -75,7 +71,7 @@ for name, acts in sequences.items():
             if t + 1 in checks:
                 img = (out.obs[0, :-PROPRIO_DIM].reshape(64, 64, 3).clamp(0, 1).numpy() * 255).astype(np.uint8)
                 errs.append(float(np.linalg.norm(out.obs[0, -PROPRIO_DIM:-1].numpy() - states[t + 1][:3])))
-                ps.append(psnr(img, frames[t + 1]))
+                ps.append(float(psnr(img[None] / 255, frames[t + 1][None] / 255)[0]))
         real_s.append(ok); imag_s.append(fired); hand_err.append(errs); psnrs.append(ps)
     real_s, imag_s = np.array(real_s), np.array(imag_s)
     he, pp = np.mean(hand_err, 0), np.mean(psnrs, 0)

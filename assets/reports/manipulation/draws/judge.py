@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 torch.set_num_threads(1)
+from envs.manipulation import ManipulationEnv, instruction
 from eval.video_evaluate import load_vla_policies
 from worldmodels.registry import load_model
 
@@ -22,9 +23,9 @@ task = sys.argv[1]
 model = load_model(Path(sys.argv[2] if len(sys.argv) > 2 else "runs/manip/loop/video.pt"))
 seeds = list(range(20000, 20030))
 pols = load_vla_policies(["runs/manip/loop/zoo", "runs/manip/loop/vla_bc.pt", "runs/manip/loop/vla_finetuned.pt"])
-print(f"{task}: {len(seeds)} real episodes per policy, success head of {sys.argv[2] if len(sys.argv) > 2 else 'video.pt'}")
+source = sys.argv[2] if len(sys.argv) > 2 else "video.pt"
+print(f"{task}: {len(seeds)} real episodes per policy, success head of {source}")
 print(f"{'policy':24s} real  judged  false-pos  head max (failed eps, median)")
-from envs.manipulation import ManipulationEnv, instruction
 
 env = ManipulationEnv(f"metaworld-{task}", 64)
 for name, _, pol in pols:
@@ -41,9 +42,7 @@ for name, _, pol in pols:
             if info["success"]:
                 ok = True
                 break
-        with torch.no_grad():
-            z = model.encode_images(np.stack(frames))
-            p = torch.sigmoid(model.success_head(torch.cat([model.latent_norm(z), torch.from_numpy(np.stack(states))], 1)))
+        p = model.success_probability(model.encode_images(np.stack(frames)), torch.from_numpy(np.stack(states)))
         wins.append(ok); judged.append(bool((p[1:] > 0.5).any())); peak.append(float(p[1:].max()))
     wins, judged, peak = np.array(wins), np.array(judged), np.array(peak)
     fp = judged[~wins].mean() if (~wins).any() else float("nan")
