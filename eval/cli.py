@@ -271,6 +271,11 @@ def _fit_video(cfg: DictConfig, ctx: RunContext, values: dict) -> None:
     print(f"fitted in {time.perf_counter() - t0:.0f} s: reconstruction MSE {metrics['reconstruction_mse']:.4f}, "
           f"latent dynamics holdout MSE (elites) {metrics['holdout_mse_elites']:.4f}, inverse dynamics MSE "
           f"{metrics['inverse_dynamics_mse']:.4f}, success BCE {metrics['success_bce']:.4f}")
+    if "judge_episode_fpr" in metrics:
+        print(f"success judge on {metrics['judge_holdout_episodes']:.0f} held-out episodes: true positives "
+              f"{metrics['judge_episode_tpr']:.0%}, false positives {metrics['judge_episode_fpr']:.0%} "
+              f"(frames as the model shows them: {metrics['judge_episode_tpr_shown']:.0%}, "
+              f"{metrics['judge_episode_fpr_shown']:.0%})")
     print(f"saved {path}")
     ctx.log({k: v for k, v in metrics.items()})
 

@@ -16,7 +16,7 @@ from worldmodels.video import frames_to_obs, obs_to_frames
 
 SMALL = {"name": "video", "latent": 32, "channels": 16, "ae_epochs": 40, "ae_batch": 32, "ae_lr": 3e-3,
          "motion_weight": 0.0, "max_epochs": 8, "head_epochs": 4,
-         "hidden": [64, 64], "members": 3, "elites": 2}
+         "hidden": [64, 64], "members": 3, "elites": 2, "judge_steps": 100}
 
 
 @pytest.fixture(scope="module")
@@ -209,28 +209,47 @@ def test_training_on_unrolled_predictions_lowers_the_unrolled_error(reach):
         model.train_unrolled(ds.episodes, steps=500, epochs=1, generator=torch.Generator())
 
 
-def test_success_can_be_judged_on_the_frame_the_model_shows(reach):
-    """success_on=frame: the head reads the latent of the decoded frame (what the model shows), not the
-    predicted latent; the step's prediction is the same either way."""
+def test_success_is_judged_on_the_frame_the_model_shows(reach):
+    """success_on=judge (the default): the frame judge reads the decoded frame beside the episode's first
+    frame, at every step; success_on=frame: the head reads the decoded frame's latent; latent: the predicted
+    latent. The step's prediction is the same in every mode."""
     from worldmodels.video import VideoConfig
 
-    ds, model, _ = reach
+    ds, model, metrics = reach
+    assert model.cfg.success_on == "judge" and metrics["judge_holdout_episodes"] == 1     # of 6
     e = ds.episodes[0]
     start = frames_to_obs(e.images[:4], e.states[:4])
     act = torch.from_numpy(e.actions[:4]).float()
     outs = {}
-    for mode in ("latent", "frame"):
+    for mode in ("judge", "latent", "frame"):
         model.cfg.success_on = mode
         state = model.init_state(start, torch.Generator().manual_seed(0))
-        _, outs[mode] = model.step(state, act, generator=torch.Generator().manual_seed(0), deterministic=True)
-    model.cfg.success_on = "latent"
+        state, _ = model.step(state, act, generator=torch.Generator().manual_seed(0), deterministic=True)
+        _, outs[mode] = model.step(state, act, generator=torch.Generator().manual_seed(1), deterministic=True)
+    model.cfg.success_on = "judge"
     for out in outs.values():
         assert out.success.shape == (4,) and ((out.success >= 0) & (out.success <= 1)).all()
-    torch.testing.assert_close(outs["latent"].obs, outs["frame"].obs)        # only the judge differs
+        torch.testing.assert_close(outs["latent"].obs, out.obs)                 # only the judge differs
     shown = outs["frame"].obs
     with torch.no_grad():
-        expected = torch.sigmoid(model.success_head(torch.cat([model.latent_norm(model.encode_obs(shown)),
-                                                               shown[:, -4:]], 1))).squeeze(1)
-    torch.testing.assert_close(outs["frame"].success, expected)           # the head read the shown frame
-    with pytest.raises(ReverieError, match="world_model.success_on: expected latent or frame"):
+        head = torch.sigmoid(model.success_head(torch.cat([model.latent_norm(model.encode_obs(shown)),
+                                                           shown[:, -4:]], 1))).squeeze(1)
+        judged = model.judge.probability(obs_to_frames(start, 32), obs_to_frames(shown, 32))
+    torch.testing.assert_close(outs["frame"].success, head)               # the head read the shown frame
+    torch.testing.assert_close(outs["judge"].success, judged)             # the judge: shown frame, first frame
+    with pytest.raises(ReverieError, match="world_model.success_on: expected judge, latent or frame"):
         VideoConfig(success_on="pixels").validate()
+
+
+def test_a_checkpoint_from_before_the_judge_loads_only_where_the_judge_is_not_used(reach, tmp_path):
+    ds, model, _ = reach
+    blob_path = tmp_path / "video.pt"
+    model.save(blob_path)
+    blob = torch.load(blob_path, weights_only=True)
+    blob["state_dict"] = {k: v for k, v in blob["state_dict"].items() if not k.startswith("judge.")}
+    torch.save(blob, blob_path)
+    with pytest.raises(ReverieError, match=r"video.pt: field 'state_dict': missing judge\.net"):
+        load_model(blob_path)
+    blob["config"]["success_on"] = "latent"
+    torch.save(blob, blob_path)
+    assert load_model(blob_path).cfg.success_on == "latent"

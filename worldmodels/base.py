@@ -59,8 +59,17 @@ class WorldModel(nn.Module):
         cfg = cls.config_class(**{k: tuple(v) if isinstance(v, list) else v for k, v in blob["config"].items()})
         spec = blob["spec"]
         model = cls(spec["obs_dim"], spec["act_dim"], cfg, task=spec.get("task"))
-        model.load_state_dict(blob["state_dict"])
+        missing, unexpected = model.load_state_dict(blob["state_dict"], strict=False)
+        missing = [k for k in missing if not model.may_lack(k)]
+        if missing or unexpected:
+            raise ReverieError(f"{path}: field 'state_dict': " + "; ".join(
+                f"{what} {', '.join(keys[:3])}{' ...' if len(keys) > 3 else ''}"
+                for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys))
         return model
+
+    def may_lack(self, key: str) -> bool:
+        """Whether a checkpoint may lack the parameter ``key`` (one written before it existed)."""
+        return False
 
 
 class FitCheckpoint:

@@ -18,8 +18,16 @@ toward the data rather than compounding. An inverse-dynamics model
 actions: with ``uncertainty=inverse_dynamics`` its error is the step's
 uncertainty (truncation at a quantile of what it shows on the data then cuts
 rollouts that stopped following their actions); by default the uncertainty
-is the ensemble's disagreement in latent space. A success head on the latent
-state gives each imagined step a success probability (``StepOut.success``).
+is the ensemble's disagreement in latent space.
+
+Each imagined step carries a success probability (``StepOut.success``). By
+default it is the ``SuccessJudge`` (``worldmodels.judge``) reading the frame the
+model shows beside the episode's first frame, a classifier of frames alone,
+trained on real episodes (``fit_judge``; extra episodes, such as the
+``poor`` and ``misdirected`` levels, can join its negatives without entering
+the dynamics). The older success head on the latent state and the
+proprioception (``success_on=latent``, or ``frame`` for the latent of the shown
+frame) stays for comparison: it reads "the hand is at the goal" as success.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from envs.errors import ReverieError
 from worldmodels.base import WorldModel
 from worldmodels.contract import ModelSpec, StepOut, check_batch
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble, Normalizer
+from worldmodels.judge import SuccessJudge, fit_judge, judge_rates, split_episodes
 
 CHECKPOINT_FORMAT = "reverie.video/1"
 PROPRIO = 4
@@ -60,12 +69,14 @@ class VideoConfig:
     unroll_epochs: int = 3
     unroll_lr: float = 1e-4
     uncertainty: str = "disagreement"   # or inverse_dynamics
-    success_on: str = "latent"          # or frame: judge the re-encoded decoded frame (what the model shows)
+    success_on: str = "judge"           # the frame judge; or latent / frame: the success head on the predicted
+                                        # latent / on the shown frame's latent (with proprioception)
+    judge_steps: int = 3000             # the judge's updates (batches of 64, half of them successful frames)
     holdout_ratio: float = 0.1
 
     def validate(self) -> "VideoConfig":
-        if self.success_on not in ("latent", "frame"):
-            raise ReverieError(f"world_model.success_on: expected latent or frame, got '{self.success_on}'")
+        if self.success_on not in ("judge", "latent", "frame"):
+            raise ReverieError(f"world_model.success_on: expected judge, latent or frame, got '{self.success_on}'")
         if self.uncertainty not in ("disagreement", "inverse_dynamics"):
             raise ReverieError(f"world_model.uncertainty: expected disagreement or inverse_dynamics, "
                                f"got '{self.uncertainty}'")
@@ -75,7 +86,7 @@ class VideoConfig:
         if self.unroll_steps < 0 or self.unroll_epochs < 0:
             raise ReverieError(f"world_model.unroll_steps and unroll_epochs: expected integers >= 0, got "
                                f"{self.unroll_steps} and {self.unroll_epochs}")
-        for name in ("latent", "channels", "ae_epochs", "ae_batch", "max_epochs", "head_epochs"):
+        for name in ("latent", "channels", "ae_epochs", "ae_batch", "max_epochs", "head_epochs", "judge_steps"):
             if getattr(self, name) < 1:
                 raise ReverieError(f"world_model.{name}: expected a positive integer, got {getattr(self, name)}")
         return self
@@ -148,6 +159,7 @@ class VideoWorldModel(WorldModel):
                                                                                           device=o.device))
         self.inverse = _mlp(2 * L, act_dim)
         self.success_head = _mlp(L + PROPRIO, 1)
+        self.judge = SuccessJudge(self.size)
         self.latent_norm = Normalizer(L)
         self.register_buffer("elites", torch.arange(cfg.elites))
         self.register_buffer("holdout_mse", torch.full((cfg.members,), float("nan")))
@@ -179,7 +191,8 @@ class VideoWorldModel(WorldModel):
         self.check_start(start, member)
         z = self.encode_obs(start)
         z_prev = self.encode_obs(context) if context is not None else z
-        return {"latent": self._latent_state(z, z_prev, start[:, -PROPRIO:]), "member": member}
+        return {"latent": self._latent_state(z, z_prev, start[:, -PROPRIO:]), "member": member,
+                "first": obs_to_frames(start, self.size)}                   # the judge's view of the scene
 
     @torch.no_grad()
     def step(self, state: dict, action: Tensor, *, generator: torch.Generator | None = None,
@@ -196,10 +209,12 @@ class VideoWorldModel(WorldModel):
             uncertainty = self.action_error(lat[:, :L], z_next, action)
         else:
             uncertainty = out.uncertainty
-        # success from the predicted latent, or from the latent of the frame it decodes to: a drifted latent
-        # is off the encoder's manifold, where the head (trained on encoded real frames) was never fitted
-        success = self.success_probability(self.encode_obs(obs) if self.cfg.success_on == "frame" else z_next, proprio)
-        return {"latent": next_lat, "member": state["member"]}, StepOut(
+        if self.cfg.success_on == "judge":            # the frame shown, beside the episode's first
+            success = self.judge.probability(state["first"], obs_to_frames(obs, self.size))
+        else:       # the head on the predicted latent, or on the latent of the frame it decodes to
+            success = self.success_probability(self.encode_obs(obs) if self.cfg.success_on == "frame" else z_next,
+                                               proprio)
+        return {**state, "latent": next_lat}, StepOut(
             obs, out.reward, torch.zeros_like(out.reward, dtype=torch.bool), uncertainty,
             members=out.members, success=success)            # members: the latent ensemble's, for penalties
 
@@ -226,9 +241,10 @@ class VideoWorldModel(WorldModel):
         return out, torch.zeros_like(out)
 
     # --------------------------------------------------------------------- fit
-    def fit_episodes(self, episodes, generator: torch.Generator, progress=None, log=print) -> dict[str, float]:
+    def fit_episodes(self, episodes, generator: torch.Generator, progress=None, judge_episodes=()) -> dict[str, float]:
         """Autoencoder, then latent dynamics (with noised context), then the inverse and success heads,
-        on a manipulation dataset's episodes (``envs.manipulation_data.Episode``)."""
+        on a manipulation dataset's episodes (``envs.manipulation_data.Episode``); then the success
+        judge, on those and ``judge_episodes`` (frames the judge learns from, the dynamics never)."""
         cfg = self.cfg
         S = self.size
         if any(e.images.shape[1:] != (S, S, 3) for e in episodes):
@@ -265,7 +281,28 @@ class VideoWorldModel(WorldModel):
                 recon = F.mse_loss(self.ae.decode(self.ae.encode(x)), x).item()
             if progress:
                 progress("autoencoder", epoch, recon)
-        return {"reconstruction_mse": recon, **self.fit_latent(episodes, generator, progress)}
+        metrics = {"reconstruction_mse": recon, **self.fit_latent(episodes, generator, progress)}
+        if self.cfg.success_on == "judge":
+            metrics.update(self.fit_judge(list(episodes) + list(judge_episodes), generator, progress))
+        return metrics
+
+    def fit_judge(self, episodes, generator: torch.Generator, progress=None) -> dict[str, float]:
+        """The success judge on real episodes, half its frames seen through this model's autoencoder (as
+        imagined frames are); returns its held-out rates, prefixed ``judge_``."""
+        for e in episodes:
+            if e.images.shape[1:] != (self.size, self.size, 3):
+                raise ReverieError(f"frames of size {list(e.images.shape[1:])}: this video model takes "
+                                   f"[{self.size}, {self.size}, 3]")
+        hold, train = split_episodes(episodes, 0.2, generator)
+        with torch.enable_grad():
+            fit_judge(self.judge, train, generator, steps=self.cfg.judge_steps, view=self.reconstruct,
+                      progress=progress)
+        return {f"judge_{k}": v for k, v in judge_rates(self.judge, hold, view=self.reconstruct).items()}
+
+    @torch.no_grad()
+    def reconstruct(self, frames: Tensor) -> Tensor:
+        """Frames ``[N, 3, S, S]`` as the model shows them: encoded and decoded."""
+        return self.ae.decode(self.ae.encode(frames))
 
     def fit_latent(self, episodes, generator: torch.Generator, progress=None) -> dict[str, float]:
         """Everything after the autoencoder: latent dynamics (with noised context; then, with
@@ -393,3 +430,7 @@ class VideoWorldModel(WorldModel):
 
     def sample_members(self, n: int, generator: torch.Generator | None = None) -> Tensor:
         return self.dynamics.sample_members(n, generator)
+
+    def may_lack(self, key: str) -> bool:
+        """Checkpoints from before the judge have none; a model that does not use it may load them."""
+        return key.startswith("judge.") and self.cfg.success_on != "judge"
