@@ -248,7 +248,7 @@ def test_a_checkpoint_from_before_the_judge_loads_only_where_the_judge_is_not_us
     blob = torch.load(blob_path, weights_only=True)
     blob["state_dict"] = {k: v for k, v in blob["state_dict"].items() if not k.startswith("judge.")}
     torch.save(blob, blob_path)
-    with pytest.raises(ReverieError, match=r"video.pt: field 'state_dict': missing judge\.net"):
+    with pytest.raises(ReverieError, match=r"video.pt: field 'state_dict': missing judge\.prior_logit, judge\.net"):
         load_model(blob_path)
     blob["config"]["success_on"] = "latent"
     torch.save(blob, blob_path)
