@@ -253,3 +253,6 @@ def test_a_checkpoint_from_before_the_judge_loads_only_where_the_judge_is_not_us
     blob["config"]["success_on"] = "latent"
     torch.save(blob, blob_path)
     assert load_model(blob_path).cfg.success_on == "latent"
+    del blob["config"]["success_on"]                        # written before the key existed: the head's
+    torch.save(blob, blob_path)
+    assert load_model(blob_path).cfg.success_on == "latent"

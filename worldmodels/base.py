@@ -56,7 +56,8 @@ class WorldModel(nn.Module):
     @classmethod
     def load(cls, path: str | Path, map_location: str | torch.device = "cpu"):
         blob = read_checkpoint(path, (cls.checkpoint_format,), map_location)
-        cfg = cls.config_class(**{k: tuple(v) if isinstance(v, list) else v for k, v in blob["config"].items()})
+        values = cls.older_defaults() | blob["config"]
+        cfg = cls.config_class(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
         spec = blob["spec"]
         model = cls(spec["obs_dim"], spec["act_dim"], cfg, task=spec.get("task"))
         missing, unexpected = model.load_state_dict(blob["state_dict"], strict=False)
@@ -66,6 +67,12 @@ class WorldModel(nn.Module):
                 f"{what} {', '.join(keys[:3])}{' ...' if len(keys) > 3 else ''}"
                 for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys))
         return model
+
+    @classmethod
+    def older_defaults(cls) -> dict:
+        """Config values that a checkpoint written before their key existed was made with (where the default
+        has changed since)."""
+        return {}
 
     def may_lack(self, key: str) -> bool:
         """Whether a checkpoint may lack the parameter ``key`` (one written before it existed)."""

@@ -431,6 +431,10 @@ class VideoWorldModel(WorldModel):
     def sample_members(self, n: int, generator: torch.Generator | None = None) -> Tensor:
         return self.dynamics.sample_members(n, generator)
 
+    @classmethod
+    def older_defaults(cls) -> dict:
+        return {"success_on": "latent"}            # before the judge, the head was the success signal
+
     def may_lack(self, key: str) -> bool:
         """Checkpoints from before the judge have none; a model that does not use it may load them."""
         return key.startswith("judge.") and self.cfg.success_on != "judge"
