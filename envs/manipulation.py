@@ -35,6 +35,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 PROPRIO_DIM = 4
 ACT_DIM = 4
 SCENES_PER_LIST = 50      # the task variations in one MetaWorld MT1 list
+SCENE_RULES = 2           # what a reset seed means; bump on change (2: variation seed % 50 of MT1 list seed // 50)
 
 
 @dataclass(frozen=True)

@@ -623,13 +623,15 @@ def _evaluate_video(cfg: DictConfig, ctx: RunContext) -> None:
     result, strips = evaluate_video(model, task.name, policies, seeds, horizon, episodes=episodes,
                                     open_loop_horizon=int(cfg.open_loop_horizon), bootstrap=int(cfg.bootstrap),
                                     seed=int(cfg.seed), progress=progress, sample_model=bool(cfg.sample_model),
-                                    truncate_quantile=None if quantile is None else float(quantile))
+                                    truncate_quantile=None if quantile is None else float(quantile),
+                                    real_cache=Path(str(cfg.real_cache)).expanduser() if cfg.get("real_cache")
+                                    else None)
     result["command"] = "reverie evaluate " + " ".join(ctx.overrides)
     result["world_model"] = str(path)
     header = (f"Task {task.name}; video world model {path}; {len(seeds)} simulator resets (seeds {seeds[0]}.."
               f"{seeds[-1]}), {horizon} steps, policies acting deterministically, the model "
               f"{'sampled' if cfg.sample_model else 'at its mean'}; imagined success: the model's "
-              f"success head above 0.5 at some step" + (
+              f"{'frame judge' if model.cfg.success_on == 'judge' else 'success head'} above 0.5 at some step" + (
                   f" before its {model.cfg.uncertainty.replace('_', '-')} uncertainty first passes the {quantile:g} "
                   f"quantile of what it shows on the dataset ({result['truncate_threshold']:.3g})"
                   if quantile is not None else "") + f". Command: `{result['command']}`")

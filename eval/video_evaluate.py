@@ -24,13 +24,16 @@ each policy side by side.
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from envs.atomic_io import atomic_path
 from envs.errors import ReverieError
 from eval import metrics
 from worldmodels.rollout import StartStates, rollout
@@ -112,17 +115,45 @@ def trusted_steps(uncertainty: np.ndarray, threshold: float | None) -> np.ndarra
     return np.where(over.any(0), over.argmax(0), T)
 
 
+def real_rollouts(policy, source: str, task: str, seeds: list[int], size: int, horizon: int,
+                  cache: Path | None = None):
+    """``agents.vla.real_episodes`` for one policy file (the frames kept of ``seeds[0]``), kept in ``cache`` (a
+    folder; None: none) and read back when the same policy file runs the same task, seeds, frame size and
+    horizon again, under the same scene rules (``SCENE_RULES``) and MetaWorld version: ranking one zoo in
+    several world models pays for the simulator once. Simulator rollouts are ~90% of an evaluation's time."""
+    from agents.vla import real_episodes
+    from envs.manipulation import SCENE_RULES
+
+    if cache is None:
+        return real_episodes(policy, task, seeds, "train", size, horizon, seeds[0])
+    import metaworld
+
+    key = hashlib.sha256(Path(source).read_bytes())
+    key.update(json.dumps([task, list(map(int, seeds)), size, horizon, "train", SCENE_RULES,
+                           getattr(metaworld, "__version__", "")]).encode())
+    path = Path(cache) / f"{key.hexdigest()[:24]}.npz"
+    if path.is_file():
+        with np.load(path) as f:
+            return f["wins"], f["lengths"], list(f["frames"])
+    wins, lengths, frames = real_episodes(policy, task, seeds, "train", size, horizon, seeds[0])
+    with atomic_path(path, suffix=".npz") as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, wins=wins, lengths=lengths, frames=np.stack(frames).astype(np.uint8))
+    return wins, lengths, frames
+
+
 def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 100, threshold: float = 0.5,
                    episodes=None, open_loop_horizon: int = 50, bootstrap: int = 2000, seed: int = 0,
                    truncate_quantile: float | None = None, sweep: tuple[float, ...] = SWEEP_QUANTILES,
-                   sample_model: bool = True, progress=None) -> tuple[dict, dict[str, bytes]]:
+                   sample_model: bool = True, real_cache: Path | None = None,
+                   progress=None) -> tuple[dict, dict[str, bytes]]:
     """The result (in ``eval.report``'s shape) and the frame strips (PNG bytes by file name).
 
     ``truncate_quantile``: judge success only on the steps before the model's uncertainty passes this
     quantile of its uncertainty on ``episodes`` (None: every step); ``sweep``: the quantiles whose
     verdicts are reported beside it (both need ``episodes``). ``sample_model=False`` rolls the latent
-    dynamics' mean instead of a sample."""
-    from agents.vla import real_episodes
+    dynamics' mean instead of a sample; ``real_cache``: a folder where the simulator rollouts are kept and
+    reused (``real_rollouts``)."""
     from agents.vla_finetune import VLAEnginePolicy
 
     S = model.size
@@ -145,7 +176,7 @@ def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 
             raise ReverieError(f"{source}: policy takes {policy.cfg.image_size}x{policy.cfg.image_size} frames, "
                                f"the world model {S}x{S}")
         t0 = time.perf_counter()
-        wins, lengths, real_strip = real_episodes(policy, task, seeds, "train", S, horizon, seeds[0])
+        wins, lengths, real_strip = real_rollouts(policy, source, task, seeds, S, horizon, real_cache)
         t1 = time.perf_counter()
         ro = rollout(model, VLAEnginePolicy(policy, texts, S), start, horizon, torch.Generator().manual_seed(seed),
                      deterministic=True, sample_model=sample_model, judge=lambda out: out.success)

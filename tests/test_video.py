@@ -256,3 +256,31 @@ def test_a_checkpoint_from_before_the_judge_loads_only_where_the_judge_is_not_us
     del blob["config"]["success_on"]                        # written before the key existed: the head's
     torch.save(blob, blob_path)
     assert load_model(blob_path).cfg.success_on == "latent"
+
+
+def test_real_rollouts_are_kept_and_reused_only_for_the_same_policy_file_and_protocol(tmp_path, monkeypatch):
+    import agents.vla
+    from agents.vla import Tokenizer, VLAConfig, VLAPolicy
+    from envs.manipulation import TASKS
+    from eval.video_evaluate import real_rollouts
+
+    tok = Tokenizer.from_texts(TASKS["metaworld-reach"].templates("all"))
+    torch.manual_seed(0)
+    policy = VLAPolicy(VLAConfig(image_size=32, channels=8, hidden=32), tok)
+    source = tmp_path / "vla.pt"
+    torch.save(policy.save_blob(), source)
+    cache = tmp_path / "real"
+    wins, lengths, frames = real_rollouts(policy, str(source), "metaworld-reach", [20000, 20001], 32, 5, cache)
+    assert len(list(cache.glob("*.npz"))) == 1 and len(frames) == lengths[0] + 1
+    monkeypatch.setattr(agents.vla, "real_episodes", lambda *a, **k: pytest.fail("the simulator ran again"))
+    again = real_rollouts(policy, str(source), "metaworld-reach", [20000, 20001], 32, 5, cache)
+    np.testing.assert_array_equal(again[0], wins)
+    np.testing.assert_array_equal(again[1], lengths)
+    np.testing.assert_array_equal(np.stack(again[2]), np.stack(frames))
+    for changed in ({"horizon": 6}, {"seeds": [20000]}):            # another protocol: the simulator runs
+        kw = {"seeds": [20000, 20001], "horizon": 5, **changed}
+        with pytest.raises(pytest.fail.Exception, match="the simulator ran again"):
+            real_rollouts(policy, str(source), "metaworld-reach", kw["seeds"], 32, kw["horizon"], cache)
+    torch.save({**policy.save_blob(), "note": "other weights"}, source)       # another policy file, too
+    with pytest.raises(pytest.fail.Exception, match="the simulator ran again"):
+        real_rollouts(policy, str(source), "metaworld-reach", [20000, 20001], 32, 5, cache)
