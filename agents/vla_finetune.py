@@ -1,8 +1,8 @@
 """Fine-tuning a VLA policy on imagined rollouts in a video world model: filtered behaviour cloning.
 
 Each round, the policy (with Gaussian exploration noise) acts from real start
-frames inside the video world model; the model's success head, trained on real
-frames and MetaWorld's success labels, judges every imagined step; episodes it
+frames inside the video world model; the model's success signal (its frame judge,
+trained on real frames and MetaWorld's success labels) judges every imagined step; episodes it
 judges successful (probability above ``threshold`` at some step) are kept up to
 a few steps past that point, and the policy is trained by BC on them together
 with the real demonstrations (so imagined data adds to, and does not replace,

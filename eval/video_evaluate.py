@@ -3,8 +3,8 @@
 Every VLA policy runs from the same simulator resets (one per seed, the
 instruction drawn from the seed) twice: in MetaWorld, where success is the
 simulator's, and in the video world model from the reset's frame, where an
-episode counts as a success when the model's success head (trained on real
-frames) passes ``threshold`` at some step. The imagined success rates are then
+episode counts as a success when the model's success signal (its frame judge,
+trained on real frames) passes ``threshold`` at some step. The imagined success rates are then
 judged against the real ones with the same rank metrics as the state models
 (Pearson, Spearman, Kendall, MMRV, regret; success rates in [0, 1]).
 
