@@ -52,7 +52,7 @@ def test_the_judge_learns_success_from_frames_and_reports_held_out_rates():
     fresh = [episode(rng, success=i % 2 == 0) for i in range(6)]
     assert judge_rates(always, fresh) == {"holdout_episodes": 6.0, "frame_tpr": 1.0, "frame_fpr": 1.0,
                                           "episode_tpr": 1.0, "episode_fpr": 1.0}
-    shown = judge_rates(always, fresh, view=lambda f: f)
+    shown = judge_rates(always, fresh, view=lambda f, first: f)
     assert shown["frame_fpr_shown"] == 1.0
 
 

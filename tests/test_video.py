@@ -232,8 +232,8 @@ def test_success_is_judged_on_the_frame_the_model_shows(reach):
         torch.testing.assert_close(outs["latent"].obs, out.obs)                 # only the judge differs
     shown = outs["frame"].obs
     with torch.no_grad():
-        head = torch.sigmoid(model.success_head(torch.cat([model.latent_norm(model.encode_obs(shown)),
-                                                           shown[:, -4:]], 1))).squeeze(1)
+        z = model.encode_obs(shown, obs_to_frames(start, 32))        # relative to the episode's first frame
+        head = torch.sigmoid(model.success_head(torch.cat([model.latent_norm(z), shown[:, -4:]], 1))).squeeze(1)
         judged = model.judge.probability(obs_to_frames(start, 32), obs_to_frames(shown, 32))
     torch.testing.assert_close(outs["frame"].success, head)               # the head read the shown frame
     torch.testing.assert_close(outs["judge"].success, judged)             # the judge: shown frame, first frame
@@ -284,3 +284,22 @@ def test_real_rollouts_are_kept_and_reused_only_for_the_same_policy_file_and_pro
     torch.save({**policy.save_blob(), "note": "other weights"}, source)       # another policy file, too
     with pytest.raises(pytest.fail.Exception, match="the simulator ran again"):
         real_rollouts(policy, str(source), "metaworld-reach", [20000, 20001], 32, 5, cache)
+
+
+def test_drawing_from_the_first_frame_keeps_the_scene_details_the_mean_frame_loses(reach):
+    """The goal marker is a few pixels that differ from scene to scene: a decoder drawing from the data's mean
+    frame must carry it through the latent, and loses it; drawing from the episode's first frame keeps it."""
+    ds, model, _ = reach
+    mean_model, _ = fit_video_model([ds], {**SMALL, "reference": "mean"}, seed=0)
+    frames = torch.cat([torch.from_numpy(e.images) for e in ds.episodes]).permute(0, 3, 1, 2).float() / 255
+    firsts = torch.cat([torch.from_numpy(e.images[:1]).expand(len(e.images), -1, -1, -1) for e in ds.episodes])
+    firsts = firsts.permute(0, 3, 1, 2).float() / 255
+    scenes = torch.stack([torch.from_numpy(e.images[0]) for e in ds.episodes]).float() / 255
+    varies = scenes.std(0).amax(-1) > 0.1                      # [S, S]: pixels that differ from scene to scene
+    detail = varies[None, None] & ((frames - firsts).abs().amax(1, keepdim=True) < 0.05)
+    assert detail.sum() > 100                                   # ... where the arm has not come (yet)
+    errors = {}
+    for name, m in (("first", model), ("mean", mean_model)):
+        err = (m.reconstruct(frames, firsts) - frames).abs().amax(1, keepdim=True)
+        errors[name] = err[detail].mean().item()
+    assert errors["first"] < 0.5 * errors["mean"], errors

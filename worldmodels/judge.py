@@ -63,11 +63,11 @@ def split_episodes(episodes: Sequence, holdout_ratio: float, generator: torch.Ge
 
 
 def fit_judge(judge: SuccessJudge, train: Sequence, generator: torch.Generator, steps: int = 3000,
-              batch: int = 64, lr: float = 1e-3, view: Callable[[Tensor], Tensor] | None = None,
+              batch: int = 64, lr: float = 1e-3, view: Callable[[Tensor, Tensor], Tensor] | None = None,
               progress=None) -> None:
     """Train ``judge`` on real episodes (``envs.manipulation_data.Episode``: frame ``t + 1`` is labelled with
     ``success[t]``, the first frame never a success), each batch half successful frames; with ``view``, half
-    the rows are seen through it (e.g. the world model's reconstruction)."""
+    the rows are seen through it (``view(frames, first frames)``, e.g. the world model's reconstruction)."""
     images = torch.cat([torch.from_numpy(e.images) for e in train])                # uint8 [N, S, S, 3]
     starts = np.cumsum([0] + [len(e.images) for e in train])
     first = torch.cat([torch.full((len(e.images),), int(s)) for e, s in zip(train, starts[:-1])])
@@ -89,7 +89,7 @@ def fit_judge(judge: SuccessJudge, train: Sequence, generator: torch.Generator, 
             shown = torch.rand(len(rows), generator=generator) < 0.5
             if shown.any():
                 f = f.clone()
-                f[shown] = view(f[shown])
+                f[shown] = view(f[shown], f0[shown])
         loss = F.binary_cross_entropy_with_logits(judge(f0, f), label[rows])
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -101,7 +101,7 @@ def fit_judge(judge: SuccessJudge, train: Sequence, generator: torch.Generator, 
 
 @torch.no_grad()
 def judge_rates(judge: SuccessJudge, episodes: Sequence, threshold: float = 0.5,
-                view: Callable[[Tensor], Tensor] | None = None) -> dict[str, float]:
+                view: Callable[[Tensor, Tensor], Tensor] | None = None) -> dict[str, float]:
     """True and false positive rates per frame and per episode (success: some frame past ``threshold``);
     with ``view``, also on the viewed frames (``*_shown``)."""
     out: dict[str, float] = {"holdout_episodes": float(len(episodes))}
@@ -109,9 +109,9 @@ def judge_rates(judge: SuccessJudge, episodes: Sequence, threshold: float = 0.5,
         frame_hit, frame_lab, ep_hit, ep_lab = [], [], [], []
         for e in episodes:
             f = _frames(e.images)
-            if fn is not None:
-                f = torch.cat([fn(f[i:i + 512]) for i in range(0, len(f), 512)])
             first = _frames(e.images[:1]).expand(len(f), -1, -1, -1)
+            if fn is not None:
+                f = torch.cat([fn(f[i:i + 512], first[i:i + 512]) for i in range(0, len(f), 512)])
             p = judge.probability(first, f)[1:]
             frame_hit.append(p > threshold)
             frame_lab.append(torch.from_numpy(e.success))

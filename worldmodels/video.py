@@ -2,7 +2,11 @@
 
 A frame autoencoder plus latent dynamics (the "VAE plus latent dynamics" design,
 with a deterministic autoencoder): frames (64x64 RGB) are encoded to a small
-latent ``z``; a ``GaussianEnsemble`` predicts the next latent, the next
+latent ``z`` relative to a reference frame, the first frame of the imagined
+episode (``reference=first``, the default): the decoder copies that frame
+where a mask says nothing changed and draws the rest, so what the arm has not touched
+(the goal marker, an object not yet moved: two or three pixels each at 64x64)
+comes back sharp instead of being averaged away into a latent of 64 numbers; a ``GaussianEnsemble`` predicts the next latent, the next
 proprioception and the reward from the latent state ``[z_t, z_{t-1}, proprio_t]``
 (two context frames: position and motion) and the action; the decoder turns the
 predicted latent back into a frame. The model's observation is the frame
@@ -54,6 +58,8 @@ PROPRIO = 4
 class VideoConfig:
     latent: int = 64
     channels: int = 32                  # encoder widths: c, 2c, 2c (three stride-2 convolutions)
+    reference: str = "first"            # the decoder draws the change from: first (the episode's first frame) or
+                                        # mean (the data's mean frame)
     ae_epochs: int = 8
     ae_batch: int = 32
     ae_lr: float = 1e-3
@@ -75,6 +81,8 @@ class VideoConfig:
     holdout_ratio: float = 0.1
 
     def validate(self) -> "VideoConfig":
+        if self.reference not in ("first", "mean"):
+            raise ReverieError(f"world_model.reference: expected first or mean, got '{self.reference}'")
         if self.success_on not in ("judge", "latent", "frame"):
             raise ReverieError(f"world_model.success_on: expected judge, latent or frame, got '{self.success_on}'")
         if self.uncertainty not in ("disagreement", "inverse_dynamics"):
@@ -113,26 +121,45 @@ def obs_to_frames(obs: Tensor, size: int) -> Tensor:
 
 
 class FrameAutoencoder(nn.Module):
-    def __init__(self, size: int, latent: int, c: int):
+    """Frames ``[N, 3, S, S]`` in [0, 1] <-> latents. With ``reference``, both directions also take a reference
+    frame (the episode's first): the encoder sees it beside the frame, and the decoder composites, pixel by pixel,
+    the reference and new content under a mask (its last convolution sees the reference too), so what did not
+    change is copied exactly and what moved is drawn (the masks of video prediction, Finn et al. 2016)."""
+
+    def __init__(self, size: int, latent: int, c: int, reference: bool = False):
         super().__init__()
-        self.size, self.s8 = size, size // 8
-        self.enc = nn.Sequential(nn.Conv2d(3, c, 4, 2, 1), nn.SiLU(), nn.Conv2d(c, 2 * c, 4, 2, 1), nn.SiLU(),
+        self.size, self.s8, self.reference = size, size // 8, reference
+        self.enc = nn.Sequential(nn.Conv2d(6 if reference else 3, c, 4, 2, 1), nn.SiLU(),
+                                 nn.Conv2d(c, 2 * c, 4, 2, 1), nn.SiLU(),
                                  nn.Conv2d(2 * c, 2 * c, 4, 2, 1), nn.SiLU(), nn.Flatten(),
                                  nn.Linear(2 * c * self.s8 ** 2, latent))
         self.dec_in = nn.Linear(latent, 2 * c * self.s8 ** 2)
         self.dec = nn.Sequential(nn.SiLU(), nn.ConvTranspose2d(2 * c, 2 * c, 4, 2, 1), nn.SiLU(),
                                  nn.ConvTranspose2d(2 * c, c, 4, 2, 1), nn.SiLU(),
-                                 nn.ConvTranspose2d(c, 3, 4, 2, 1))
+                                 nn.ConvTranspose2d(c, c if reference else 3, 4, 2, 1))
+        if reference:             # content and a mask from the decoder's features and the reference
+            self.out = nn.Sequential(nn.SiLU(), nn.Conv2d(c + 3, 4, 3, 1, 1))
+            nn.init.constant_(self.out[1].bias[3], -2.0)    # start out mostly copying the reference
         self.c = c
-        # the decoder draws the change from the data's mean frame: a fixed scene and camera make most
-        # pixels static, so capacity goes to what moves (the arm, the objects)
+        # without a reference, the decoder draws the change from the data's mean frame: a fixed scene and camera
+        # make most pixels static, so capacity goes to what moves (the arm, the objects)
         self.register_buffer("mean_frame", torch.full((3, size, size), 0.5))
 
-    def encode(self, frames: Tensor) -> Tensor:
-        return self.enc(frames)
+    def encode(self, frames: Tensor, ref: Tensor | None = None) -> Tensor:
+        return self.enc(torch.cat([frames, ref], 1) if self.reference else frames)
 
-    def decode(self, z: Tensor) -> Tensor:
-        return (self.mean_frame + self.dec(self.dec_in(z).reshape(-1, 2 * self.c, self.s8, self.s8))).clamp(0, 1)
+    def decode(self, z: Tensor, ref: Tensor | None = None) -> Tensor:
+        h = self.dec(self.dec_in(z).reshape(-1, 2 * self.c, self.s8, self.s8))
+        if self.reference:            # each pixel: the reference's, or drawn anew, as the mask says
+            o = self.out(torch.cat([h, ref], 1))
+            mask = torch.sigmoid(o[:, 3:])
+            return (mask * torch.sigmoid(o[:, :3]) + (1 - mask) * ref).clamp(0, 1)
+        return (self.mean_frame + h).clamp(0, 1)
+
+
+def _chw(images: np.ndarray | Tensor) -> Tensor:
+    """uint8 frames ``[N, S, S, 3]`` -> float ``[N, 3, S, S]`` in [0, 1]."""
+    return torch.as_tensor(images).permute(0, 3, 1, 2).float() / 255.0
 
 
 def _mlp(i: int, o: int, h: int = 256) -> nn.Sequential:
@@ -151,7 +178,7 @@ class VideoWorldModel(WorldModel):
         self.size = image_size_of(obs_dim)
         L = cfg.latent
         self.spec = ModelSpec(obs_dim, act_dim, members=cfg.members, context_length=2, task=task)
-        self.ae = FrameAutoencoder(self.size, L, cfg.channels)
+        self.ae = FrameAutoencoder(self.size, L, cfg.channels, reference=cfg.reference == "first")
         self.dynamics = GaussianEnsemble(2 * L + PROPRIO, act_dim, EnsembleConfig(
             members=cfg.members, elites=cfg.elites, hidden=tuple(cfg.hidden),
             weight_decay=(2.5e-5,) * (len(cfg.hidden) + 1), max_epochs=cfg.max_epochs, patience=cfg.patience,
@@ -166,19 +193,24 @@ class VideoWorldModel(WorldModel):
 
     # ----------------------------------------------------------------- latents
     @torch.no_grad()
-    def encode_obs(self, obs: Tensor, batch: int = 1024) -> Tensor:
-        return torch.cat([self.ae.encode(obs_to_frames(obs[i:i + batch], self.size))
-                          for i in range(0, len(obs), batch)])
+    def encode_obs(self, obs: Tensor, ref: Tensor | None = None, batch: int = 1024) -> Tensor:
+        """Observations -> latents, relative to reference frames ``ref`` ``[N, 3, S, S]`` (None: each frame
+        its own reference)."""
+        frames = obs_to_frames(obs, self.size)
+        ref = frames if ref is None else ref
+        return torch.cat([self.ae.encode(frames[i:i + batch], ref[i:i + batch]) for i in range(0, len(obs), batch)])
 
     @torch.no_grad()
     def encode_images(self, images: np.ndarray, batch: int = 512) -> Tensor:
-        """An episode's uint8 frames ``[N, S, S, 3]`` -> latents ``[N, latent]`` (what the fit encodes)."""
-        return torch.cat([self.ae.encode(torch.from_numpy(images[i:i + batch]).permute(0, 3, 1, 2).float() / 255)
-                          for i in range(0, len(images), batch)])
+        """An episode's uint8 frames ``[N, S, S, 3]`` -> latents ``[N, latent]`` (what the fit encodes), relative
+        to its first frame."""
+        ref = _chw(images[:1])
+        return torch.cat([self.ae.encode(x, ref.expand(len(x), -1, -1, -1))
+                          for x in (_chw(images[i:i + batch]) for i in range(0, len(images), batch))])
 
     @torch.no_grad()
-    def decode_obs(self, z: Tensor, proprio: Tensor) -> Tensor:
-        frames = self.ae.decode(z).permute(0, 2, 3, 1).reshape(len(z), -1)
+    def decode_obs(self, z: Tensor, proprio: Tensor, ref: Tensor | None = None) -> Tensor:
+        frames = self.ae.decode(z, ref).permute(0, 2, 3, 1).reshape(len(z), -1)
         return torch.cat([frames, proprio], dim=1)
 
     def _latent_state(self, z: Tensor, z_prev: Tensor, proprio: Tensor) -> Tensor:
@@ -189,10 +221,10 @@ class VideoWorldModel(WorldModel):
                    context: Tensor | None = None) -> dict:
         """``context``: the observation before ``start`` (its frame sets the motion); None repeats ``start``."""
         self.check_start(start, member)
-        z = self.encode_obs(start)
-        z_prev = self.encode_obs(context) if context is not None else z
-        return {"latent": self._latent_state(z, z_prev, start[:, -PROPRIO:]), "member": member,
-                "first": obs_to_frames(start, self.size)}                   # the judge's view of the scene
+        first = obs_to_frames(start, self.size)           # the reference frame, and the judge's view of the scene
+        z = self.encode_obs(start, first)
+        z_prev = self.encode_obs(context, first) if context is not None else z
+        return {"latent": self._latent_state(z, z_prev, start[:, -PROPRIO:]), "member": member, "first": first}
 
     @torch.no_grad()
     def step(self, state: dict, action: Tensor, *, generator: torch.Generator | None = None,
@@ -204,7 +236,7 @@ class VideoWorldModel(WorldModel):
                                     deterministic=deterministic)
         z_next, proprio = out.obs[:, :L], out.obs[:, 2 * L:]
         next_lat = self._latent_state(z_next, lat[:, :L], proprio)        # the context slides by one frame
-        obs = self.decode_obs(z_next, proprio)
+        obs = self.decode_obs(z_next, proprio, state["first"])
         if self.cfg.uncertainty == "inverse_dynamics":
             uncertainty = self.action_error(lat[:, :L], z_next, action)
         else:
@@ -212,8 +244,8 @@ class VideoWorldModel(WorldModel):
         if self.cfg.success_on == "judge":            # the frame shown, beside the episode's first
             success = self.judge.probability(state["first"], obs_to_frames(obs, self.size))
         else:       # the head on the predicted latent, or on the latent of the frame it decodes to
-            success = self.success_probability(self.encode_obs(obs) if self.cfg.success_on == "frame" else z_next,
-                                               proprio)
+            success = self.success_probability(self.encode_obs(obs, state["first"]) if self.cfg.success_on == "frame"
+                                               else z_next, proprio)
         return {**state, "latent": next_lat}, StepOut(
             obs, out.reward, torch.zeros_like(out.reward, dtype=torch.bool), uncertainty,
             members=out.members, success=success)            # members: the latent ensemble's, for penalties
@@ -234,9 +266,10 @@ class VideoWorldModel(WorldModel):
         """Every member's next observation (decoded) and reward, ``[E, B, obs_dim + 1]``; the std is the
         latent ensemble's, carried to the frame only as zeros (pixels have no predicted spread)."""
         L = self.cfg.latent
-        z = self.encode_obs(obs)
+        ref = obs_to_frames(obs, self.size)                          # each row its own reference frame
+        z = self.encode_obs(obs, ref)
         mean, _ = self.dynamics.predict(self._latent_state(z, z, obs[:, -PROPRIO:]), act)
-        frames = torch.stack([self.decode_obs(m[:, :L], m[:, 2 * L:2 * L + PROPRIO]) for m in mean])
+        frames = torch.stack([self.decode_obs(m[:, :L], m[:, 2 * L:2 * L + PROPRIO], ref) for m in mean])
         out = torch.cat([frames, mean[..., -1:]], dim=-1)
         return out, torch.zeros_like(out)
 
@@ -252,12 +285,21 @@ class VideoWorldModel(WorldModel):
             raise ReverieError(f"frames of size {list(bad)}: this video model takes [{S}, {S}, 3]")
         frames = torch.cat([torch.from_numpy(e.images) for e in episodes])               # uint8 [N, S, S, 3]
         n = len(frames)
+        # each frame's episode's first frame: the reference of every latent the dynamics see
+        first = torch.cat([torch.full((len(e.images),), int(s)) for e, s in
+                           zip(episodes, np.cumsum([0] + [len(e.images) for e in episodes])[:-1])])
         perm = torch.randperm(n, generator=generator)
         n_hold = max(1, int(n * 0.05))
         hold, train = perm[:n_hold], perm[n_hold:]
 
         def batch_frames(idx: Tensor) -> Tensor:
-            return frames[idx].permute(0, 3, 1, 2).float() / 255.0
+            return _chw(frames[idx])
+
+        def references(idx: Tensor) -> Tensor:
+            """The first frame of each frame's episode, or (half the time) an earlier frame of it, uniformly:
+            an imagined episode may start anywhere (the open-loop replays start mid-episode)."""
+            earlier = first[idx] + (torch.rand(len(idx), generator=generator) * (idx - first[idx] + 1)).long()
+            return batch_frames(torch.where(torch.rand(len(idx), generator=generator) < 0.5, first[idx], earlier))
 
         self.ae.mean_frame.copy_(torch.stack([batch_frames(train[i:i + 1024]).sum(0)
                                               for i in range(0, len(train), 1024)]).sum(0) / len(train))
@@ -271,14 +313,15 @@ class VideoWorldModel(WorldModel):
         for epoch in range(1, cfg.ae_epochs + 1):
             order = train[torch.randperm(len(train), generator=generator)]
             for b in range(0, len(order), cfg.ae_batch):
-                x = batch_frames(order[b:b + cfg.ae_batch])
-                loss = ((self.ae.decode(self.ae.encode(x)) - x).pow(2) * weight).mean()
+                idx = order[b:b + cfg.ae_batch]
+                x, ref = batch_frames(idx), references(idx)
+                loss = ((self.ae.decode(self.ae.encode(x, ref), ref) - x).pow(2) * weight).mean()
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
             with torch.no_grad():
-                x = batch_frames(hold)
-                recon = F.mse_loss(self.ae.decode(self.ae.encode(x)), x).item()
+                x, ref = batch_frames(hold), batch_frames(first[hold])
+                recon = F.mse_loss(self.ae.decode(self.ae.encode(x, ref), ref), x).item()
             if progress:
                 progress("autoencoder", epoch, recon)
         metrics = {"reconstruction_mse": recon, **self.fit_latent(episodes, generator, progress)}
@@ -300,9 +343,10 @@ class VideoWorldModel(WorldModel):
         return {f"judge_{k}": v for k, v in judge_rates(self.judge, hold, view=self.reconstruct).items()}
 
     @torch.no_grad()
-    def reconstruct(self, frames: Tensor) -> Tensor:
-        """Frames ``[N, 3, S, S]`` as the model shows them: encoded and decoded."""
-        return self.ae.decode(self.ae.encode(frames))
+    def reconstruct(self, frames: Tensor, first: Tensor) -> Tensor:
+        """Frames ``[N, 3, S, S]`` as the model shows them: encoded and decoded, relative to their episodes' first
+        frames ``first``."""
+        return self.ae.decode(self.ae.encode(frames, first), first)
 
     def fit_latent(self, episodes, generator: torch.Generator, progress=None) -> dict[str, float]:
         """Everything after the autoencoder: latent dynamics (with noised context; then, with
@@ -433,7 +477,8 @@ class VideoWorldModel(WorldModel):
 
     @classmethod
     def older_defaults(cls) -> dict:
-        return {"success_on": "latent"}            # before the judge, the head was the success signal
+        return {"success_on": "latent",           # before the judge, the head was the success signal
+                "reference": "mean"}               # and the decoder drew from the data's mean frame
 
     def may_lack(self, key: str) -> bool:
         """Checkpoints from before the judge have none; a model that does not use it may load them."""
