@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
                                                           cache_dir())[0])
                       for t in tasks for k, level in enumerate(JUDGE_LEVELS)]
         model, metrics = fit_video_model(sets, {"name": "video"}, args.seed, judge_datasets=judge_sets,
+                                         checkpoint=out / "video_fit",          # resumes a fit cut short
                                          progress=lambda s, e, v: print(f"  {s} epoch {e}: {v:.4f}", flush=True))
         write_json(out / "video_metrics.json", metrics)
         model.save(video_path)

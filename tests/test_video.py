@@ -303,3 +303,25 @@ def test_drawing_from_the_first_frame_keeps_the_scene_details_the_mean_frame_los
         err = (m.reconstruct(frames, firsts) - frames).abs().amax(1, keepdim=True)
         errors[name] = err[detail].mean().item()
     assert errors["first"] < 0.5 * errors["mean"], errors
+
+
+def test_a_fit_cut_short_resumes_to_the_weights_of_one_that_never_stopped(reach, tmp_path):
+    ds = reach[0]
+    values = {**SMALL, "ae_epochs": 3, "max_epochs": 3, "patience": 10, "head_epochs": 1, "judge_steps": 10}
+    whole, _ = fit_video_model([ds], values, seed=0)
+
+    class Cut(Exception):
+        pass
+
+    def cut_after(stage_name, n):
+        def progress(stage, epoch, value):
+            if stage == stage_name and epoch == n:
+                raise Cut
+        return progress
+
+    for stage, n in (("autoencoder", 2), ("dynamics", 2)):           # killed mid-autoencoder, then mid-dynamics
+        with pytest.raises(Cut):
+            fit_video_model([ds], values, seed=0, checkpoint=tmp_path / "fit", progress=cut_after(stage, n))
+    resumed, _ = fit_video_model([ds], values, seed=0, checkpoint=tmp_path / "fit")
+    for key, value in whole.state_dict().items():
+        torch.testing.assert_close(resumed.state_dict()[key], value, rtol=0, atol=0, msg=key)

@@ -109,10 +109,11 @@ def load_world_model(path: str | Path, ds, device: str | torch.device = "cpu") -
     return model
 
 
-def fit_video_model(datasets: list, values: dict, seed: int, progress=None,
-                    judge_datasets: list = ()) -> tuple[VideoWorldModel, dict]:
+def fit_video_model(datasets: list, values: dict, seed: int, progress=None, judge_datasets: list = (),
+                    checkpoint: str | Path | None = None) -> tuple[VideoWorldModel, dict]:
     """A video world model on one or more manipulation datasets (``envs.manipulation_data``) of one frame size;
-    its task names every task it saw. ``judge_datasets``: more real episodes for the success judge only."""
+    its task names every task it saw. ``judge_datasets``: more real episodes for the success judge only;
+    ``checkpoint``: a folder the fit writes its progress to and resumes from."""
     cfg = world_model_config(values)
     sizes = {ds.image_size for ds in list(datasets) + list(judge_datasets)}
     if len(sizes) != 1:
@@ -123,7 +124,8 @@ def fit_video_model(datasets: list, values: dict, seed: int, progress=None,
     model = VideoWorldModel(3 * size * size + 4, 4, cfg, task=tasks)
     episodes = [e for ds in datasets for e in ds.episodes]
     metrics = model.fit_episodes(episodes, torch.Generator().manual_seed(seed), progress=progress,
-                                 judge_episodes=[e for ds in judge_datasets for e in ds.episodes])
+                                 judge_episodes=[e for ds in judge_datasets for e in ds.episodes],
+                                 checkpoint=checkpoint)
     return model, metrics
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -45,7 +46,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from envs.errors import ReverieError
-from worldmodels.base import WorldModel
+from worldmodels.base import FitCheckpoint, WorldModel
 from worldmodels.contract import ModelSpec, StepOut, check_batch
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble, Normalizer
 from worldmodels.judge import SuccessJudge, fit_judge, judge_rates, split_episodes
@@ -274,10 +275,15 @@ class VideoWorldModel(WorldModel):
         return out, torch.zeros_like(out)
 
     # --------------------------------------------------------------------- fit
-    def fit_episodes(self, episodes, generator: torch.Generator, progress=None, judge_episodes=()) -> dict[str, float]:
+    def fit_episodes(self, episodes, generator: torch.Generator, progress=None, judge_episodes=(),
+                     checkpoint: str | Path | None = None) -> dict[str, float]:
         """Autoencoder, then latent dynamics (with noised context), then the inverse and success heads,
         on a manipulation dataset's episodes (``envs.manipulation_data.Episode``); then the success
-        judge, on those and ``judge_episodes`` (frames the judge learns from, the dynamics never)."""
+        judge, on those and ``judge_episodes`` (frames the judge learns from, the dynamics never).
+
+        ``checkpoint``: a folder where the autoencoder and the dynamics write their progress after every
+        epoch; a fit of the same data, config and seed that finds it continues from there and ends with the
+        weights of one that never stopped (an hour's fit on two cores can span sessions)."""
         cfg = self.cfg
         S = self.size
         if any(e.images.shape[1:] != (S, S, 3) for e in episodes):
@@ -310,7 +316,10 @@ class VideoWorldModel(WorldModel):
                               for i in range(0, len(train), 1024)]).sum(0).div(len(train)).sqrt().mean(0)
         weight = 1.0 + cfg.motion_weight * spread / spread.mean().clamp_min(1e-8)
         opt = torch.optim.Adam(self.ae.parameters(), lr=cfg.ae_lr)
-        for epoch in range(1, cfg.ae_epochs + 1):
+        saving = FitCheckpoint(Path(checkpoint) / "autoencoder.pt" if checkpoint else None, n, cfg, generator)
+        saved = saving.resume(self.ae, opt, generator, "cpu")
+        start, recon = (saved["epoch"] + 1, saved["recon"]) if saved else (1, float("nan"))
+        for epoch in range(start, cfg.ae_epochs + 1):
             order = train[torch.randperm(len(train), generator=generator)]
             for b in range(0, len(order), cfg.ae_batch):
                 idx = order[b:b + cfg.ae_batch]
@@ -322,9 +331,12 @@ class VideoWorldModel(WorldModel):
             with torch.no_grad():
                 x, ref = batch_frames(hold), batch_frames(first[hold])
                 recon = F.mse_loss(self.ae.decode(self.ae.encode(x, ref), ref), x).item()
+            saving.write(self.ae, opt, generator, epoch=epoch, recon=recon)
             if progress:
                 progress("autoencoder", epoch, recon)
-        metrics = {"reconstruction_mse": recon, **self.fit_latent(episodes, generator, progress)}
+        metrics = {"reconstruction_mse": recon,
+                   **self.fit_latent(episodes, generator, progress,
+                                     checkpoint=Path(checkpoint) / "dynamics.pt" if checkpoint else None)}
         if self.cfg.success_on == "judge":
             metrics.update(self.fit_judge(list(episodes) + list(judge_episodes), generator, progress))
         return metrics
@@ -348,7 +360,8 @@ class VideoWorldModel(WorldModel):
         frames ``first``."""
         return self.ae.decode(self.ae.encode(frames, first), first)
 
-    def fit_latent(self, episodes, generator: torch.Generator, progress=None) -> dict[str, float]:
+    def fit_latent(self, episodes, generator: torch.Generator, progress=None,
+                   checkpoint: str | Path | None = None) -> dict[str, float]:
         """Everything after the autoencoder: latent dynamics (with noised context; then, with
         ``unroll_steps``, on their own predictions), inverse dynamics and success heads. On its own, it
         refits a model's dynamics on other episodes (more varied actions) over the same frame encoder."""
@@ -370,7 +383,7 @@ class VideoWorldModel(WorldModel):
                 act.append(torch.from_numpy(e.actions))
                 rew.append(torch.from_numpy(e.rewards))
         metrics = self.dynamics.fit(torch.cat(obs), torch.cat(act), torch.cat(nxt), torch.cat(rew), generator,
-                                    progress=(lambda ep, mse: progress("dynamics", ep, mse.mean().item()))
+                                    checkpoint=checkpoint, progress=(lambda ep, mse: progress("dynamics", ep, mse.mean().item()))
                                     if progress else None)
         self.elites.copy_(self.dynamics.elites)
         self.holdout_mse.copy_(self.dynamics.holdout_mse)
