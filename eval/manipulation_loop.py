@@ -25,7 +25,7 @@ from eval.metrics import bootstrap
 from envs.manipulation import TASKS
 
 EVAL_SEEDS = list(range(10_000, 10_050))
-JUDGE_LEVELS = ("poor", "misdirected")     # extra real episodes for the success judge (seeds --seed + 2, + 3)
+FAILURE_LEVELS = ("poor", "misdirected")   # the world model's failing episodes (seeds --seed + 2, + 3)
 ZOO_NOISE = (0.5, 1.0)      # action-noise stds of the zoo's noisy copies of the fine-tuned policy
 
 
@@ -43,8 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--episodes", type=int, default=50, help="expert demonstrations per task")
     ap.add_argument("--coverage-episodes", type=int, default=25, help="noisy (medium) episodes per task, for the "
                     "world model only")
-    ap.add_argument("--judge-episodes", type=int, default=25, help="poor and misdirected episodes per task, each, "
-                    "for the success judge only (its negatives: the arm moving and missing)")
+    ap.add_argument("--failure-episodes", type=int, default=25, help="poor and misdirected episodes per task, each, "
+                    "for the world model only: actions that vary apart from the scene (in demonstrations the action "
+                    "is nearly a function of the frame, and the dynamics learn to ignore it), and the success "
+                    "judge's failures")
     ap.add_argument("--bc-episodes", type=int, default=None, help="demonstrations per task the policy learns from "
                     "(BC, and the real data and start frames of fine-tuning); default: all of --episodes. The world "
                     "model always sees all of them")
@@ -78,11 +80,11 @@ def main(argv: list[str] | None = None) -> int:
         for t in tasks:
             make_manipulation(t, "expert", args.episodes, args.seed, cache_dir())
             make_manipulation(t, "medium", args.coverage_episodes, args.seed + 1, cache_dir())
-            for k, level in enumerate(JUDGE_LEVELS):
-                make_manipulation(t, level, args.judge_episodes, args.seed + 2 + k, cache_dir())
+            for k, level in enumerate(FAILURE_LEVELS):
+                make_manipulation(t, level, args.failure_episodes, args.seed + 2 + k, cache_dir())
         write_json(out / "demos.json", {"tasks": tasks, "episodes": args.episodes,
                                         "coverage_episodes": args.coverage_episodes,
-                                        "judge_episodes": args.judge_episodes})
+                                        "failure_episodes": args.failure_episodes})
 
     stage("demonstrations", out / "demos.json", make_demos)
     for t in tasks:
@@ -95,10 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     def fit_video():
         from envs.manipulation_data import ManipulationDataset
         sets = [ManipulationDataset(demos[t], {"task": t, "image_size": 64}) for t in tasks] + list(coverage.values())
-        judge_sets = [read_manipulation(make_manipulation(t, level, args.judge_episodes, args.seed + 2 + k,
-                                                          cache_dir())[0])
-                      for t in tasks for k, level in enumerate(JUDGE_LEVELS)]
-        model, metrics = fit_video_model(sets, {"name": "video"}, args.seed, judge_datasets=judge_sets,
+        sets += [read_manipulation(make_manipulation(t, level, args.failure_episodes, args.seed + 2 + k, cache_dir())[0])
+                 for t in tasks for k, level in enumerate(FAILURE_LEVELS)]
+        model, metrics = fit_video_model(sets, {"name": "video"}, args.seed,
                                          checkpoint=out / "video_fit",          # resumes a fit cut short
                                          progress=lambda s, e, v: print(f"  {s} epoch {e}: {v:.4f}", flush=True))
         write_json(out / "video_metrics.json", metrics)
@@ -161,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
              f"Real MetaWorld success over the same {len(seeds)} seeds per task ({seeds[0]}..{seeds[-1]}), "
              "instructions from the training templates. Command: `" + command + "`", "",
              f"The policy learns from {args.bc_episodes or args.episodes} expert demonstrations per task; the video "
-             f"world model from {args.episodes} expert and {args.coverage_episodes} medium (noisy) episodes per task.",
+             f"world model from {args.episodes} expert and {args.coverage_episodes} medium (noisy) episodes per task"
+             + (f", and {args.failure_episodes} poor and {args.failure_episodes} misdirected (the arm moving and "
+                "missing)." if "failure_episodes" in json.loads((out / "demos.json").read_text()) else "."),
              "",
              *change_table(before, after, tasks), "| stage | wall-clock (s) |", "|---|---:|"]
     lines += [f"| {k} | {v:.0f} |" for k, v in stages.items()]

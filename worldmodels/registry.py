@@ -109,13 +109,12 @@ def load_world_model(path: str | Path, ds, device: str | torch.device = "cpu") -
     return model
 
 
-def fit_video_model(datasets: list, values: dict, seed: int, progress=None, judge_datasets: list = (),
+def fit_video_model(datasets: list, values: dict, seed: int, progress=None,
                     checkpoint: str | Path | None = None) -> tuple[VideoWorldModel, dict]:
     """A video world model on one or more manipulation datasets (``envs.manipulation_data``) of one frame size;
-    its task names every task it saw. ``judge_datasets``: more real episodes for the success judge only;
-    ``checkpoint``: a folder the fit writes its progress to and resumes from."""
+    its task names every task it saw; ``checkpoint``: a folder the fit writes its progress to and resumes from."""
     cfg = world_model_config(values)
-    sizes = {ds.image_size for ds in list(datasets) + list(judge_datasets)}
+    sizes = {ds.image_size for ds in datasets}
     if len(sizes) != 1:
         raise ReverieError(f"dataset: the files hold frames of different sizes {sorted(sizes)}; use one size")
     size = sizes.pop()
@@ -124,7 +123,6 @@ def fit_video_model(datasets: list, values: dict, seed: int, progress=None, judg
     model = VideoWorldModel(3 * size * size + 4, 4, cfg, task=tasks)
     episodes = [e for ds in datasets for e in ds.episodes]
     metrics = model.fit_episodes(episodes, torch.Generator().manual_seed(seed), progress=progress,
-                                 judge_episodes=[e for ds in judge_datasets for e in ds.episodes],
                                  checkpoint=checkpoint)
     return model, metrics
 

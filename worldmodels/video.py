@@ -27,9 +27,8 @@ is the ensemble's disagreement in latent space.
 Each imagined step carries a success probability (``StepOut.success``). By
 default it is the ``SuccessJudge`` (``worldmodels.judge``) reading the frame the
 model shows beside the episode's first frame, a classifier of frames alone,
-trained on real episodes (``fit_judge``; extra episodes, such as the
-``poor`` and ``misdirected`` levels, can join its negatives without entering
-the dynamics). The older success head on the latent state and the
+trained on real episodes (``fit_judge``; the ``poor`` and ``misdirected``
+levels give it failures that look purposeful). The older success head on the latent state and the
 proprioception (``success_on=latent``, or ``frame`` for the latent of the shown
 frame) stays for comparison: it reads "the hand is at the goal" as success.
 """
@@ -275,11 +274,10 @@ class VideoWorldModel(WorldModel):
         return out, torch.zeros_like(out)
 
     # --------------------------------------------------------------------- fit
-    def fit_episodes(self, episodes, generator: torch.Generator, progress=None, judge_episodes=(),
+    def fit_episodes(self, episodes, generator: torch.Generator, progress=None,
                      checkpoint: str | Path | None = None) -> dict[str, float]:
         """Autoencoder, then latent dynamics (with noised context), then the inverse and success heads,
-        on a manipulation dataset's episodes (``envs.manipulation_data.Episode``); then the success
-        judge, on those and ``judge_episodes`` (frames the judge learns from, the dynamics never).
+        then the success judge, on a manipulation dataset's episodes (``envs.manipulation_data.Episode``).
 
         ``checkpoint``: a folder where the autoencoder and the dynamics write their progress after every
         epoch; a fit of the same data, config and seed that finds it continues from there and ends with the
@@ -338,7 +336,7 @@ class VideoWorldModel(WorldModel):
                    **self.fit_latent(episodes, generator, progress,
                                      checkpoint=Path(checkpoint) / "dynamics.pt" if checkpoint else None)}
         if self.cfg.success_on == "judge":
-            metrics.update(self.fit_judge(list(episodes) + list(judge_episodes), generator, progress))
+            metrics.update(self.fit_judge(episodes, generator, progress))
         return metrics
 
     def fit_judge(self, episodes, generator: torch.Generator, progress=None) -> dict[str, float]:
