@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     def fit_video():
         from envs.manipulation_data import ManipulationDataset
         sets = [ManipulationDataset(demos[t], {"task": t, "image_size": 64}) for t in tasks] + list(coverage.values())
-        sets += [read_manipulation(make_manipulation(t, level, args.failure_episodes, args.seed + 2 + k, cache_dir())[0])
+        sets += [read_manipulation(make_manipulation(t, level, args.failure_episodes, args.seed + 2 + k,
+                                                     cache_dir())[0])
                  for t in tasks for k, level in enumerate(FAILURE_LEVELS)]
         model, metrics = fit_video_model(sets, {"name": "video"}, args.seed,
                                          checkpoint=out / "video_fit",          # resumes a fit cut short

@@ -51,7 +51,8 @@ class SuccessJudge(nn.Module):
                           for i in range(0, len(frame), batch)])
 
 
-def _frames(images: np.ndarray | Tensor) -> Tensor:
+def chw(images: np.ndarray | Tensor) -> Tensor:
+    """uint8 frames ``[N, S, S, 3]`` -> float ``[N, 3, S, S]`` in [0, 1]."""
     return torch.as_tensor(images).permute(0, 3, 1, 2).float() / 255.0
 
 
@@ -84,7 +85,7 @@ def fit_judge(judge: SuccessJudge, train: Sequence, generator: torch.Generator, 
     for step in range(1, steps + 1):
         rows = torch.cat([pos[torch.randint(len(pos), (half,), generator=generator)],
                           neg[torch.randint(len(neg), (batch - half,), generator=generator)]])
-        f0, f = _frames(images[first[rows]]), _frames(images[rows])
+        f0, f = chw(images[first[rows]]), chw(images[rows])
         if view is not None:                         # half the rows seen as the model would show them
             shown = torch.rand(len(rows), generator=generator) < 0.5
             if shown.any():
@@ -108,8 +109,8 @@ def judge_rates(judge: SuccessJudge, episodes: Sequence, threshold: float = 0.5,
     for suffix, fn in [("", None)] + ([("_shown", view)] if view is not None else []):
         frame_hit, frame_lab, ep_hit, ep_lab = [], [], [], []
         for e in episodes:
-            f = _frames(e.images)
-            first = _frames(e.images[:1]).expand(len(f), -1, -1, -1)
+            f = chw(e.images)
+            first = chw(e.images[:1]).expand(len(f), -1, -1, -1)
             if fn is not None:
                 f = torch.cat([fn(f[i:i + 512], first[i:i + 512]) for i in range(0, len(f), 512)])
             p = judge.probability(first, f)[1:]

@@ -4,9 +4,10 @@ A frame autoencoder plus latent dynamics (the "VAE plus latent dynamics" design,
 with a deterministic autoencoder): frames (64x64 RGB) are encoded to a small
 latent ``z`` relative to a reference frame, the first frame of the imagined
 episode (``reference=first``, the default): the decoder copies that frame
-where a mask says nothing changed and draws the rest, so what the arm has not touched
-(the goal marker, an object not yet moved: two or three pixels each at 64x64)
-comes back sharp instead of being averaged away into a latent of 64 numbers; a ``GaussianEnsemble`` predicts the next latent, the next
+where a mask says nothing changed and draws the rest, so what the arm has not
+touched (the goal marker, an object not yet moved: two or three pixels each at
+64x64) comes back sharp instead of being averaged away into a latent of 64
+numbers. A ``GaussianEnsemble`` predicts the next latent, the next
 proprioception and the reward from the latent state ``[z_t, z_{t-1}, proprio_t]``
 (two context frames: position and motion) and the action; the decoder turns the
 predicted latent back into a frame. The model's observation is the frame
@@ -28,8 +29,8 @@ Each imagined step carries a success probability (``StepOut.success``). By
 default it is the ``SuccessJudge`` (``worldmodels.judge``) reading the frame the
 model shows beside the episode's first frame, a classifier of frames alone,
 trained on real episodes (``fit_judge``; the ``poor`` and ``misdirected``
-levels give it failures that look purposeful). The older success head on the latent state and the
-proprioception (``success_on=latent``, or ``frame`` for the latent of the shown
+levels give it failures that look purposeful). The older success head on the
+latent state and the proprioception (``success_on=latent``, or ``frame`` for the latent of the shown
 frame) stays for comparison: it reads "the hand is at the goal" as success.
 """
 
@@ -48,7 +49,7 @@ from envs.errors import ReverieError
 from worldmodels.base import FitCheckpoint, WorldModel
 from worldmodels.contract import ModelSpec, StepOut, check_batch
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble, Normalizer
-from worldmodels.judge import SuccessJudge, fit_judge, judge_rates, split_episodes
+from worldmodels.judge import SuccessJudge, chw, fit_judge, judge_rates, split_episodes
 
 CHECKPOINT_FORMAT = "reverie.video/1"
 PROPRIO = 4
@@ -157,11 +158,6 @@ class FrameAutoencoder(nn.Module):
         return (self.mean_frame + h).clamp(0, 1)
 
 
-def _chw(images: np.ndarray | Tensor) -> Tensor:
-    """uint8 frames ``[N, S, S, 3]`` -> float ``[N, 3, S, S]`` in [0, 1]."""
-    return torch.as_tensor(images).permute(0, 3, 1, 2).float() / 255.0
-
-
 def _mlp(i: int, o: int, h: int = 256) -> nn.Sequential:
     return nn.Sequential(nn.Linear(i, h), nn.SiLU(), nn.Linear(h, h), nn.SiLU(), nn.Linear(h, o))
 
@@ -204,9 +200,9 @@ class VideoWorldModel(WorldModel):
     def encode_images(self, images: np.ndarray, batch: int = 512) -> Tensor:
         """An episode's uint8 frames ``[N, S, S, 3]`` -> latents ``[N, latent]`` (what the fit encodes), relative
         to its first frame."""
-        ref = _chw(images[:1])
+        ref = chw(images[:1])
         return torch.cat([self.ae.encode(x, ref.expand(len(x), -1, -1, -1))
-                          for x in (_chw(images[i:i + batch]) for i in range(0, len(images), batch))])
+                          for x in (chw(images[i:i + batch]) for i in range(0, len(images), batch))])
 
     @torch.no_grad()
     def decode_obs(self, z: Tensor, proprio: Tensor, ref: Tensor | None = None) -> Tensor:
@@ -297,7 +293,7 @@ class VideoWorldModel(WorldModel):
         hold, train = perm[:n_hold], perm[n_hold:]
 
         def batch_frames(idx: Tensor) -> Tensor:
-            return _chw(frames[idx])
+            return chw(frames[idx])
 
         def references(idx: Tensor) -> Tensor:
             """The first frame of each frame's episode, or (half the time) an earlier frame of it, uniformly:
@@ -381,7 +377,8 @@ class VideoWorldModel(WorldModel):
                 act.append(torch.from_numpy(e.actions))
                 rew.append(torch.from_numpy(e.rewards))
         metrics = self.dynamics.fit(torch.cat(obs), torch.cat(act), torch.cat(nxt), torch.cat(rew), generator,
-                                    checkpoint=checkpoint, progress=(lambda ep, mse: progress("dynamics", ep, mse.mean().item()))
+                                    checkpoint=checkpoint,
+                                    progress=(lambda ep, mse: progress("dynamics", ep, mse.mean().item()))
                                     if progress else None)
         self.elites.copy_(self.dynamics.elites)
         self.holdout_mse.copy_(self.dynamics.holdout_mse)
