@@ -56,6 +56,12 @@ def chw(images: np.ndarray | Tensor) -> Tensor:
     return torch.as_tensor(images).permute(0, 3, 1, 2).float() / 255.0
 
 
+def first_frame_index(episodes: Sequence) -> Tensor:
+    """For the frames of ``episodes`` laid end to end, the index of each one's episode's first frame."""
+    starts = np.cumsum([0] + [len(e.images) for e in episodes])[:-1]
+    return torch.cat([torch.full((len(e.images),), int(s)) for e, s in zip(episodes, starts)])
+
+
 def split_episodes(episodes: Sequence, holdout_ratio: float, generator: torch.Generator) -> tuple[list, list]:
     """(held-out, training) episodes: whole episodes held out, at least one where there are two or more."""
     order = torch.randperm(len(episodes), generator=generator).tolist()
@@ -70,8 +76,7 @@ def fit_judge(judge: SuccessJudge, train: Sequence, generator: torch.Generator, 
     ``success[t]``, the first frame never a success), each batch half successful frames; with ``view``, half
     the rows are seen through it (``view(frames, first frames)``, e.g. the world model's reconstruction)."""
     images = torch.cat([torch.from_numpy(e.images) for e in train])                # uint8 [N, S, S, 3]
-    starts = np.cumsum([0] + [len(e.images) for e in train])
-    first = torch.cat([torch.full((len(e.images),), int(s)) for e, s in zip(train, starts[:-1])])
+    first = first_frame_index(train)
     label = torch.cat([torch.cat([torch.zeros(1), torch.from_numpy(e.success).float()]) for e in train])
     pos, neg = torch.nonzero(label > 0).squeeze(1), torch.nonzero(label == 0).squeeze(1)
     if len(pos) == 0 or len(neg) == 0:

@@ -49,7 +49,7 @@ from envs.errors import ReverieError
 from worldmodels.base import FitCheckpoint, WorldModel
 from worldmodels.contract import ModelSpec, StepOut, check_batch
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble, Normalizer
-from worldmodels.judge import SuccessJudge, chw, fit_judge, judge_rates, split_episodes
+from worldmodels.judge import SuccessJudge, chw, first_frame_index, fit_judge, judge_rates, split_episodes
 
 CHECKPOINT_FORMAT = "reverie.video/1"
 PROPRIO = 4
@@ -280,15 +280,10 @@ class VideoWorldModel(WorldModel):
         epoch; a fit of the same data, config and seed that finds it continues from there and ends with the
         weights of one that never stopped (an hour's fit on two cores can span sessions)."""
         cfg = self.cfg
-        S = self.size
-        if any(e.images.shape[1:] != (S, S, 3) for e in episodes):
-            bad = next(e.images.shape[1:] for e in episodes if e.images.shape[1:] != (S, S, 3))
-            raise ReverieError(f"frames of size {list(bad)}: this video model takes [{S}, {S}, 3]")
+        self._check_frame_size(episodes)
         frames = torch.cat([torch.from_numpy(e.images) for e in episodes])               # uint8 [N, S, S, 3]
         n = len(frames)
-        # each frame's episode's first frame: the reference of every latent the dynamics see
-        first = torch.cat([torch.full((len(e.images),), int(s)) for e, s in
-                           zip(episodes, np.cumsum([0] + [len(e.images) for e in episodes])[:-1])])
+        first = first_frame_index(episodes)     # the reference of every latent the dynamics see
         perm = torch.randperm(n, generator=generator)
         n_hold = max(1, int(n * 0.05))
         hold, train = perm[:n_hold], perm[n_hold:]
@@ -339,15 +334,18 @@ class VideoWorldModel(WorldModel):
     def fit_judge(self, episodes, generator: torch.Generator, progress=None) -> dict[str, float]:
         """The success judge on real episodes, half its frames seen through this model's autoencoder (as
         imagined frames are); returns its held-out rates, prefixed ``judge_``."""
-        for e in episodes:
-            if e.images.shape[1:] != (self.size, self.size, 3):
-                raise ReverieError(f"frames of size {list(e.images.shape[1:])}: this video model takes "
-                                   f"[{self.size}, {self.size}, 3]")
+        self._check_frame_size(episodes)
         hold, train = split_episodes(episodes, 0.2, generator)
         with torch.enable_grad():
             fit_judge(self.judge, train, generator, steps=self.cfg.judge_steps, view=self.reconstruct,
                       progress=progress)
         return {f"judge_{k}": v for k, v in judge_rates(self.judge, hold, view=self.reconstruct).items()}
+
+    def _check_frame_size(self, episodes) -> None:
+        S = self.size
+        bad = next((e.images.shape[1:] for e in episodes if e.images.shape[1:] != (S, S, 3)), None)
+        if bad is not None:
+            raise ReverieError(f"frames of size {list(bad)}: this video model takes [{S}, {S}, 3]")
 
     @torch.no_grad()
     def reconstruct(self, frames: Tensor, first: Tensor) -> Tensor:
