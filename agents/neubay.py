@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import EnsembleMLP
+from agents.networks import EnsembleMLP, frozen
 from agents.sac import GaussianActor
 from agents.sequences import SequenceBuffer, concat_windows
 from agents.training import TrainConfig, Trainer
@@ -159,9 +159,8 @@ class NEUBAY:
         # actor: the mean over all heads, on the critic's (fixed) reading of the history
         h_actor = steps(h_actor_all[:-1])
         new_act, logp = self.actor(torch.cat([h_actor, self.norm(obs)], -1), generator=generator)
-        self.critic.requires_grad_(False)
-        q_new = self.q(self.critic, h_critic.detach(), obs, new_act).mean(dim=0)
-        self.critic.requires_grad_(True)
+        with frozen(self.critic):
+            q_new = self.q(self.critic, h_critic.detach(), obs, new_act).mean(dim=0)
         actor_loss = (self.alpha * logp - q_new).mean()
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()

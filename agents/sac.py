@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import EnsembleMLP, mlp
+from agents.networks import EnsembleMLP, frozen, mlp
 
 
 @dataclass
@@ -131,7 +131,8 @@ class SAC:
         """The actor and temperature step every SAC-based learner shares (after its own critic step)."""
         # actor: maximise the ensemble minimum minus the entropy cost
         new_act, logp = self.actor(obs, generator=generator)
-        q_new = self.critic(obs, new_act).min(dim=0).values
+        with frozen(self.critic):
+            q_new = self.critic(obs, new_act).min(dim=0).values
         actor_loss = (self.alpha * logp - q_new).mean()
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import TanhActor
+from agents.networks import TanhActor, frozen
 from agents.sac import CriticEnsemble
 from envs.errors import ReverieError
 
@@ -96,7 +96,8 @@ class TD3BC:
         # actor, every policy_delay updates: Q-maximisation held close to the data's actions
         if self.updates % cfg.policy_delay == 0:
             pi = self.actor.actor(obs)
-            q_pi = self.critic(obs, pi)[0]
+            with frozen(self.critic):
+                q_pi = self.critic(obs, pi)[0]
             lam = cfg.alpha / q_pi.abs().mean().detach()
             bc = F.mse_loss(pi, act)
             actor_loss = -lam * q_pi.mean() + bc

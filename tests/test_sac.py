@@ -1,5 +1,6 @@
 """The SAC core: log-probabilities, the critic ensemble, state round trips, and that it learns."""
 
+import contextlib
 import io
 import math
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from agents.networks import frozen
 from agents.sac import SAC, CriticEnsemble, GaussianActor, SACConfig
 
 
@@ -38,6 +40,39 @@ def test_critic_ensemble_members_are_independent():
     critic = CriticEnsemble(4, 2, n=5, hidden=(8,))
     q = critic(torch.randn(7, 4), torch.randn(7, 2))
     assert q.shape == (5, 7) and q.std(0).min() > 0
+
+
+def test_a_frozen_critic_passes_gradients_to_the_action_only_and_restores_its_flags():
+    critic = CriticEnsemble(3, 1, n=2, hidden=(8,))
+    first = next(critic.parameters())
+    first.requires_grad_(False)                     # a flag set before must come back as it was
+    before = [p.requires_grad for p in critic.parameters()]
+    act = torch.zeros(4, 1, requires_grad=True)
+    with frozen(critic):
+        critic(torch.randn(4, 3), act).sum().backward()
+    assert act.grad is not None and act.grad.abs().sum() > 0
+    assert all(p.grad is None for p in critic.parameters())
+    assert [p.requires_grad for p in critic.parameters()] == before
+
+
+def test_freezing_the_critic_in_the_actor_step_leaves_every_update_unchanged(monkeypatch):
+    def train() -> SAC:
+        torch.manual_seed(0)
+        agent = SAC(5, 2, SACConfig(hidden=(32, 32), critics=3))
+        g = torch.Generator().manual_seed(1)
+        for _ in range(20):
+            batch = {"obs": torch.randn(64, 5, generator=g), "actions": torch.rand(64, 2, generator=g) * 2 - 1,
+                     "rewards": torch.randn(64, generator=g), "next_obs": torch.randn(64, 5, generator=g),
+                     "terminated": torch.zeros(64, dtype=torch.bool)}
+            agent.update(batch, g)
+        return agent
+
+    fast = train()
+    monkeypatch.setattr("agents.sac.frozen", contextlib.nullcontext)   # the critic's weight gradients computed
+    slow = train()
+    for name in ("actor", "critic"):
+        for x, y in zip(getattr(fast, name).state_dict().values(), getattr(slow, name).state_dict().values()):
+            assert torch.equal(x, y)
 
 
 def test_state_round_trip_continues_identically():
