@@ -28,6 +28,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from agents.registry import AGENTS
+from eval import children
 from envs.atomic_io import write_text
 from envs.errors import ReverieError
 
@@ -67,7 +68,7 @@ def train_args(agent: str, dataset: str, seed: int, size: int | None, steps: int
 def train_in_subprocess(args: list[str], log_path: Path, cwd: Path) -> int:
     """``reverie <args>`` in a child process started in ``cwd``, its output appended to ``log_path``."""
     with open(log_path, "a") as log:
-        return subprocess.call([sys.executable, "-m", "eval.cli", *args], stdout=log, stderr=subprocess.STDOUT,
+        return children.call([sys.executable, "-m", "eval.cli", *args], stdout=log, stderr=subprocess.STDOUT,
                                cwd=cwd)
 
 

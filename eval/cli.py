@@ -405,9 +405,8 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
 
 
 def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
-    import subprocess
-
     from agents.registry import agent_class
+    from eval import children
     from eval.bench import collect, multirun_command, unfinished
 
     for a in cfg.agents:
@@ -426,7 +425,7 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
               f"{cfg.jobs} at a time ({cfg.launcher}), {cfg.steps:,} updates each -> {out}/cells "
               "(finished cells are skipped)",
               flush=True)
-        code = subprocess.call(multirun_command(cfg, ctx.overrides))
+        code = children.call(multirun_command(cfg, ctx.overrides))
     csv_path, md_path, n = collect(out, cfg.size, cfg.steps, command)
     print(f"{n} finished cells -> {csv_path}, {md_path}")
     left = unfinished(cfg)
@@ -438,11 +437,10 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
 
 
 def run_tune(cfg: DictConfig, ctx: RunContext) -> int:
-    import subprocess
-
     from agents.registry import agent_class
     from envs.builtin import cache_dir
     from envs.sources import load_source
+    from eval import children
     from eval.tune import (OBJECTIVES, TRIAL_KEYS, collect, multirun_command, run_trial, search_space,
                             searched_keys)
     from worldmodels.registry import cached_model_path, cached_world_model
@@ -485,7 +483,7 @@ def run_tune(cfg: DictConfig, ctx: RunContext) -> int:
           f"{cfg.jobs} at a time ({cfg.launcher}) -> {Path(str(cfg.out)) / 'trials'} (finished trials are read back)",
           flush=True)
     passthrough = [o for o in ctx.overrides if not o.startswith(("collect_only=", "holdout.checkpoint=", "searched="))]
-    code = subprocess.call(multirun_command(cfg, [*passthrough, f"holdout.checkpoint={holdout}"], space))
+    code = children.call(multirun_command(cfg, [*passthrough, f"holdout.checkpoint={holdout}"], space))
     report = collect(cfg, command)
     print(f"-> {report}")
     return code

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -42,3 +48,30 @@ def test_a_cell_runs_in_one_grid_at_a_time(tmp_path):
             assert first and not second
     with cell_lock(cell) as again:
         assert again
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_killing_a_grid_ends_its_cells_too(tmp_path):
+    # a parent that runs a child the way bench runs its multirun and the multirun its cells
+    pid_file = tmp_path / "grandchild.pid"
+    child = (f"import os, time; from eval import children; "
+             f"children.call([{sys.executable!r}, '-c', "
+             f"\"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)\"])")
+    top = f"from eval import children; children.call([{sys.executable!r}, '-c', {child!r}])"
+    parent = subprocess.Popen([sys.executable, "-c", top], cwd=Path(__file__).resolve().parents[1])
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    grandchild = int(pid_file.read_text())
+    parent.terminate()                  # SIGTERM to the top only, as `kill PID` does
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(grandchild, signal.SIGKILL)
+        pytest.fail("the grandchild outlived the killed grid")
