@@ -3,7 +3,7 @@
 Each round, the policy (with Gaussian exploration noise) acts from real start
 frames inside the video world model; the model's success signal (its frame judge,
 trained on real frames and MetaWorld's success labels) judges every imagined step; episodes it
-judges successful (probability above ``threshold`` at some step) are kept up to
+judges successful (probability above ``threshold`` for the model's hold of steps in a row) are kept up to
 a few steps past that point, and the policy is trained by BC on them together
 with the real demonstrations (so imagined data adds to, and does not replace,
 what was real).
@@ -19,6 +19,7 @@ from torch import Tensor
 
 from agents.vla import VLAPolicy, bc_tensors, train_bc
 from envs.manipulation_data import Episode
+from worldmodels.judge import run_lengths
 from worldmodels.rollout import StartStates, rollout
 from worldmodels.video import PROPRIO, frames_to_obs
 
@@ -49,7 +50,8 @@ class FinetuneConfig:
     rollouts: int = 32          # imagined episodes per task per round
     horizon: int = 100
     noise_std: float = 0.2
-    threshold: float = 0.5      # success probability that counts as success
+    threshold: float = 0.5      # success probability that counts as success ...
+    hold: int | None = None     # ... for this many steps in a row (None: the model's own, see success_hold)
     tail: int = 5               # steps kept after the first judged success
     bc_steps: int = 1500
 
@@ -68,9 +70,10 @@ def imagine(vla: VLAPolicy, model, starts: list[Episode], cfg: FinetuneConfig,
     vla.train()
     p = ro.judged                                                                   # [T, B]
     hit = (p > cfg.threshold) & ro.valid
+    success = torch.from_numpy(run_lengths(hit) >= (cfg.hold or model.success_hold()))   # held long enough
     kept = []
     for b in range(len(starts)):
-        steps = hit[:, b].nonzero()
+        steps = success[:, b].nonzero()
         if len(steps) == 0:
             continue
         end = min(int(steps[0]) + cfg.tail + 1, int(ro.lengths()[b]))
@@ -79,7 +82,7 @@ def imagine(vla: VLAPolicy, model, starts: list[Episode], cfg: FinetuneConfig,
         kept.append(Episode(images, frames[:, -PROPRIO:].numpy().astype(np.float32),
                             ro.actions[:end, b].numpy().astype(np.float32), ro.rewards[:end, b].numpy(),
                             hit[:end, b].numpy(), texts[b], starts[b].seed))
-    return kept, float(hit.any(0).float().mean())
+    return kept, float(success.any(0).float().mean())
 
 
 def finetune(vla: VLAPolicy, model, demos: dict[str, list[Episode]], cfg: FinetuneConfig,

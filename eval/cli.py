@@ -602,6 +602,9 @@ def _evaluate_video(cfg: DictConfig, ctx: RunContext) -> None:
     quantile = cfg.get("truncate_quantile")
     if quantile is not None and not (isinstance(quantile, (int, float)) and 0 < float(quantile) <= 1):
         raise ReverieError(f"option 'truncate_quantile': expected a quantile in (0, 1] or null, got {quantile!r}")
+    hold = cfg.get("hold")
+    if hold is not None and (isinstance(hold, bool) or not isinstance(hold, int) or hold < 1):
+        raise ReverieError(f"option 'hold': expected a positive number of steps or null, got {hold!r}")
     specs = list(cfg.policies) if OmegaConf.is_list(cfg.policies) else [str(cfg.policies)]
     if "zoo" in specs:
         raise ReverieError("policies: manipulation tasks ship no zoo; pass VLA policy files or folders "
@@ -623,13 +626,14 @@ def _evaluate_video(cfg: DictConfig, ctx: RunContext) -> None:
                                     seed=int(cfg.seed), progress=progress, sample_model=bool(cfg.sample_model),
                                     truncate_quantile=None if quantile is None else float(quantile),
                                     real_cache=Path(str(cfg.real_cache)).expanduser() if cfg.get("real_cache")
-                                    else None)
+                                    else None, hold=hold)
     result["command"] = "reverie evaluate " + " ".join(ctx.overrides)
     result["world_model"] = str(path)
     header = (f"Task {task.name}; video world model {path}; {len(seeds)} simulator resets (seeds {seeds[0]}.."
               f"{seeds[-1]}), {horizon} steps, policies acting deterministically, the model "
               f"{'sampled' if cfg.sample_model else 'at its mean'}; imagined success: the model's "
-              f"{'frame judge' if model.cfg.success_on == 'judge' else 'success head'} above 0.5 at some step" + (
+              f"{'frame judge' if model.cfg.success_on == 'judge' else 'success head'} above 0.5 "
+              + ("at some step" if result["hold"] == 1 else f"for {result['hold']} steps in a row") + (
                   f" before its {model.cfg.uncertainty.replace('_', '-')} uncertainty first passes the {quantile:g} "
                   f"quantile of what it shows on the dataset ({result['truncate_threshold']:.3g})"
                   if quantile is not None else "") + f". Command: `{result['command']}`")

@@ -4,7 +4,8 @@ Every VLA policy runs from the same simulator resets (one per seed, the
 instruction drawn from the seed) twice: in MetaWorld, where success is the
 simulator's, and in the video world model from the reset's frame, where an
 episode counts as a success when the model's success signal (its frame judge,
-trained on real frames) passes ``threshold`` at some step. The imagined success rates are then
+trained on real frames) stays past ``threshold`` for ``hold`` steps in a row (the hold the judge
+chose on held-out real episodes at fit; 1 for older models: some step). The imagined success rates are then
 judged against the real ones with the same rank metrics as the state models
 (Pearson, Spearman, Kendall, MMRV, regret; success rates in [0, 1]).
 
@@ -36,6 +37,7 @@ import torch
 from envs.atomic_io import atomic_path
 from envs.errors import ReverieError
 from eval import metrics
+from worldmodels.judge import HOLDS, held
 from worldmodels.rollout import StartStates, rollout
 from worldmodels.video import PROPRIO, frames_to_obs
 
@@ -145,7 +147,7 @@ def real_rollouts(policy, source: str, task: str, seeds: list[int], size: int, h
 def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 100, threshold: float = 0.5,
                    episodes=None, open_loop_horizon: int = 50, bootstrap: int = 2000, seed: int = 0,
                    truncate_quantile: float | None = None, sweep: tuple[float, ...] = SWEEP_QUANTILES,
-                   sample_model: bool = True, real_cache: Path | None = None,
+                   sample_model: bool = True, real_cache: Path | None = None, hold: int | None = None,
                    progress=None) -> tuple[dict, dict[str, bytes]]:
     """The result (in ``eval.report``'s shape) and the frame strips (PNG bytes by file name).
 
@@ -153,7 +155,8 @@ def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 
     quantile of its uncertainty on ``episodes`` (None: every step); ``sweep``: the quantiles whose
     verdicts are reported beside it (both need ``episodes``). ``sample_model=False`` rolls the latent
     dynamics' mean instead of a sample; ``real_cache``: a folder where the simulator rollouts are kept and
-    reused (``real_rollouts``)."""
+    reused (``real_rollouts``); ``hold``: the steps in a row the signal must pass ``threshold`` for a success
+    (None: the one the model's judge chose at fit, or 1); the verdicts at the other holds are reported beside."""
     from agents.vla_finetune import VLAEnginePolicy
 
     S = model.size
@@ -168,6 +171,10 @@ def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 
         cuts = {q: float(np.quantile(data_unc, q)) for q in sorted({*sweep, *([truncate_quantile]
                                                                              if truncate_quantile else [])})}
     cut = cuts.get(truncate_quantile) if truncate_quantile is not None else None
+    if hold is None:
+        hold = model.success_hold()
+    if isinstance(hold, bool) or not isinstance(hold, int) or hold < 1:
+        raise ReverieError(f"hold: expected a positive number of steps, got {hold!r}")
     frames0, states0, texts = reset_starts(task, seeds, S)
     start = StartStates(frames_to_obs(frames0, states0))
     per_policy, strips = [], {}
@@ -184,15 +191,16 @@ def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 
         hit = ((ro.judged > threshold) & ro.valid).numpy()                     # [T, B]
         unc = ro.uncertainty.numpy()
 
-        def success(threshold_):
+        def success(threshold_, k=hold):
             trusted = trusted_steps(unc, threshold_)
-            return (hit & (np.arange(len(hit))[:, None] < trusted[None])).any(0), trusted
+            return held(hit & (np.arange(len(hit))[:, None] < trusted[None]), k), trusted
 
         imagined, trusted = success(cut)
         per_policy.append({"policy": name, "kind": "VLA", "source": source,
                            "real_score": 100.0 * wins.mean(), "imagined_score": 100.0 * imagined.mean(),
                            "real_length": float(lengths.mean()), "imagined_length": float(trusted.mean()),
                            "sweep": {str(q): 100.0 * success(t)[0].mean() for q, t in cuts.items()},
+                           "holds": {str(k): 100.0 * success(cut, k)[0].mean() for k in sorted({*HOLDS, hold})},
                            "nonfinite_rows": ro.nonfinite_rows, "simulator_seconds": t1 - t0, "model_seconds": t2 - t1})
         imag_frames = torch.cat([ro.obs[:1, 0], ro.next_obs[:, 0]])[:, :-PROPRIO].reshape(-1, S, S, 3).numpy()
         strips[f"strip_{name}.png"] = frame_strip(real_strip, imag_frames, f"{name}: real (top) and imagined "
@@ -202,7 +210,7 @@ def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 
     S_ = np.array([p["imagined_score"] for p in per_policy]) / 100.0
     R_ = np.array([p["real_score"] for p in per_policy]) / 100.0
     result = {"task": task, "policies": per_policy, "rows": len(seeds), "horizon": horizon,
-              "truncate_quantile": truncate_quantile, "truncate_threshold": cut, "cuts": cuts,
+              "truncate_quantile": truncate_quantile, "truncate_threshold": cut, "cuts": cuts, "hold": hold,
               "ranking": metrics.ranking_report(S_, R_, (1, 3), bootstrap, seed) if len(per_policy) >= 2 else {},
               "labels": {"score": "success rate (%)", "error": "pixel error (mean squared, [0, 1] pixels)",
                          "policies": "Per policy (success rate, % of episodes)",
@@ -210,6 +218,7 @@ def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 
     if episodes:
         result["open_loop"], rows = open_loop_frames(model, episodes, open_loop_horizon, bootstrap, seed)
         result["model_rows"] = rows + sweep_rows(per_policy, cuts, truncate_quantile, R_)
+    result["model_rows"] = result.get("model_rows", []) + hold_rows(per_policy, hold, R_)
     return result, strips
 
 
@@ -230,6 +239,20 @@ def sweep_rows(per_policy: list[dict], cuts: dict[float, float], chosen: float |
     return rows
 
 
+def hold_rows(per_policy: list[dict], chosen: int, real: np.ndarray) -> list[list[str]]:
+    """The verdict's sensitivity to the hold (steps in a row past the threshold), as ``sweep_rows``."""
+    rows = []
+    for k in per_policy[0]["holds"] if per_policy else []:
+        s = np.array([p["holds"][k] for p in per_policy]) / 100.0
+        figures = f"imagined success {100 * s.min():.0f}–{100 * s.max():.0f}%"
+        if len(s) >= 2:
+            figures += (f", Pearson {metrics.pearson(s, real):.2f}, Spearman {metrics.spearman(s, real):.2f}, "
+                        f"MMRV {metrics.mmrv(s, real):.3f}")
+        label = f"success held for {k} step{'s' if k != '1' else ''}" + (" (chosen)" if int(k) == chosen else "")
+        rows.append([label, figures])
+    return rows
+
+
 def open_loop_frames(model, episodes, horizon: int, bootstrap: int, seed: int) -> tuple[dict, list[list[str]]]:
     """Dataset actions replayed in the model from each episode's first frame (the second as context)."""
     S = model.size
@@ -237,12 +260,12 @@ def open_loop_frames(model, episodes, horizon: int, bootstrap: int, seed: int) -
     H = min(horizon, max(len(e) for e in eps) - 1)
     n = len(eps)
     real = np.zeros((H, n, S, S, 3))
-    held = np.zeros((H, n), bool)
+    present = np.zeros((H, n), bool)
     actions = torch.zeros(H, n, 4)
     for j, e in enumerate(eps):
         T = min(H, len(e) - 1)                  # frame t + 2 follows action t + 1 (frame 0 is context)
         real[:T, j] = e.images[2:2 + T] / 255.0
-        held[:T, j] = True
+        present[:T, j] = True
         actions[:T, j] = torch.from_numpy(e.actions[1:1 + T])
     obs1 = frames_to_obs(np.stack([e.images[1] for e in eps]), np.stack([e.states[1] for e in eps]))
     ctx = frames_to_obs(np.stack([e.images[0] for e in eps]), np.stack([e.states[0] for e in eps]))
@@ -255,7 +278,7 @@ def open_loop_frames(model, episodes, horizon: int, bootstrap: int, seed: int) -
     err = ((pred - real) ** 2).reshape(H, n, -1).mean(-1)
     rows, at = [], {}
     for s in sorted({s for s in (1, 10, 25, H) if s <= H}):
-        ok = held[s - 1]
+        ok = present[s - 1]
         if not ok.any():
             continue
         p_, r_ = pred[s - 1][ok], real[s - 1][ok]
@@ -263,7 +286,7 @@ def open_loop_frames(model, episodes, horizon: int, bootstrap: int, seed: int) -
                                        seed=seed)
         rows.append([f"PSNR / SSIM at step {s} ({int(ok.sum())} episodes)",
                      f"{metrics.psnr(p_, r_).mean():.1f} dB / {metrics.ssim(p_, r_).mean():.3f}"])
-    return {"error": metrics.horizon_error(err, held), "median_error_at": at}, rows
+    return {"error": metrics.horizon_error(err, present), "median_error_at": at}, rows
 
 
 def frame_strip(real: list | np.ndarray, imagined: np.ndarray, title: str) -> bytes:

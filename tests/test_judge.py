@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from envs.manipulation_data import Episode
-from worldmodels.judge import SuccessJudge, fit_judge, judge_rates, split_episodes
+from worldmodels.judge import HOLDS, SuccessJudge, choose_hold, fit_judge, held, judge_rates, split_episodes
 
 S = 16
 
@@ -54,6 +54,35 @@ def test_the_judge_learns_success_from_frames_and_reports_held_out_rates():
                                           "episode_tpr": 1.0, "episode_fpr": 1.0}
     shown = judge_rates(always, fresh, view=lambda f, first: f)
     assert shown["frame_fpr_shown"] == 1.0
+    # with holds: 12 judged frames an episode hold 10 in a row, not 20
+    holding = judge_rates(always, fresh, view=lambda f, first: f, holds=HOLDS)
+    assert holding["episode_fpr_hold10"] == holding["episode_tpr_shown_hold10"] == 1.0
+    assert holding["episode_tpr_hold20"] == holding["episode_fpr_shown_hold20"] == 0.0
+
+
+def test_a_success_must_hold_for_as_many_steps_in_a_row_as_asked():
+    hit = np.array([[1, 1, 0, 1],
+                    [0, 1, 0, 1],
+                    [1, 1, 0, 0],
+                    [1, 0, 1, 1]], bool)              # [T=4, episodes=4]; longest runs 2, 3, 1, 2
+    assert held(hit, 1).tolist() == [True, True, True, True]
+    assert held(hit, 2).tolist() == [True, True, False, True]
+    assert held(hit, 3).tolist() == [False, True, False, False]
+    assert held(hit[:, 0], 2) and not held(hit[:, 0], 3)                 # one episode: [T]
+
+
+def test_the_fit_keeps_the_hold_that_separates_held_out_episodes_best():
+    def rates(tpr, fpr):
+        keys = {}
+        for k, t, f in zip(HOLDS, tpr, fpr):
+            suffix = "" if k == 1 else f"_hold{k}"
+            keys[f"episode_tpr_shown{suffix}"], keys[f"episode_fpr_shown{suffix}"] = t, f
+        return keys
+
+    # a slipping judge: one frame says success on most failures, five in a row seldom
+    assert choose_hold(rates([1.0, 1.0, 0.95, 0.8, 0.5], [0.6, 0.3, 0.1, 0.05, 0.0]), "_shown") == 5
+    assert choose_hold(rates([1.0, 1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0, 0.0]), "_shown") == 1   # a tie
+    assert choose_hold({}, "_shown") == 1
 
 
 def test_the_judge_needs_both_kinds_of_frame():

@@ -10,6 +10,7 @@ import torch
 
 from envs.errors import ReverieError
 from envs.manipulation_data import ManipulationDataset, collect_episodes
+from worldmodels.judge import HOLDS
 from worldmodels.registry import check_video_model, fit_video_model, load_model
 from worldmodels.rollout import StartStates, rollout
 from worldmodels.video import frames_to_obs, obs_to_frames
@@ -99,11 +100,13 @@ def test_imagined_episodes_are_kept_only_where_the_success_head_says_so(reach):
     vla = VLAPolicy(VLAConfig(image_size=32, channels=8, hidden=32), Tokenizer.from_texts(["reach the red target"]))
     starts = ds.episodes[:4]
     g = torch.Generator().manual_seed(0)
-    kept, rate = imagine(vla, model, starts, FinetuneConfig(horizon=12, threshold=0.0, tail=3), g)
+    kept, rate = imagine(vla, model, starts, FinetuneConfig(horizon=12, threshold=0.0, hold=1, tail=3), g)
     assert rate == 1.0 and len(kept) == 4
     for e, start in zip(kept, starts):   # judged successful at the first step: it and three more are kept
         assert len(e) == 4 and e.images.shape == (5, 32, 32, 3) and e.images.dtype == np.uint8
         assert e.actions.shape == (4, 4) and e.states.shape == (5, 4) and e.instruction == start.instruction
+    held3, _ = imagine(vla, model, starts, FinetuneConfig(horizon=12, threshold=0.0, hold=3, tail=3), g)
+    assert [len(e) for e in held3] == [6] * 4             # a success once held for three steps: the third
     none, rate = imagine(vla, model, starts, FinetuneConfig(horizon=12, threshold=1.0), g)
     assert none == [] and rate == 0.0
 
@@ -151,9 +154,20 @@ def test_reverie_evaluate_ranks_vla_policies_in_the_video_model(reach, tmp_path,
         assert part["imagined_length"] <= whole["imagined_length"] == 12
         assert part["imagined_score"] <= part["sweep"]["1.0"] and part["imagined_score"] == part["sweep"]["0.5"]
     assert "(chosen)" in (tmp_path / "cut" / "report.md").read_text()
+    # the verdict at the judge's own hold by default; a longer hold never finds more success
+    assert result["hold"] == int(model.judge.hold)
+    for p in result["policies"]:
+        assert p["imagined_score"] == p["holds"][str(result["hold"])]
+        assert [p["holds"][str(k)] for k in HOLDS] == sorted((p["holds"][str(k)] for k in HOLDS), reverse=True)
+    assert main([*argv, "hold=3", f"run_dir={tmp_path / 'hold3'}"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    three = json.loads((tmp_path / "hold3" / "results.json").read_text())
+    assert three["hold"] == 3 and all(p["imagined_score"] == p["holds"]["3"] for p in three["policies"])
+    assert "for 3 steps in a row" in (tmp_path / "hold3" / "report.md").read_text()
     for extra, message in ((["policies=[zoo]"], "manipulation tasks ship no zoo"),
                            (["truncate_quantile=1.5"], "option 'truncate_quantile': expected a quantile in (0, 1]"),
                            (["uncertainty=entropy"], "option 'uncertainty': expected model, inverse_dynamics"),
+                           (["hold=0"], "option 'hold': expected a positive number of steps"),
                            ([f"policies=[{big}]"], "policy takes 64x64 frames, the world model 32x32"),
                            (["task=metaworld-push"], "trained on metaworld-reach, not metaworld-push")):
         code = main([*argv, *extra, f"run_dir={tmp_path / ('bad' + str(len(message)))}"])
@@ -217,6 +231,7 @@ def test_success_is_judged_on_the_frame_the_model_shows(reach):
 
     ds, model, metrics = reach
     assert model.cfg.success_on == "judge" and metrics["judge_holdout_episodes"] == 1     # of 6
+    assert metrics["judge_hold"] in HOLDS and int(model.judge.hold) == metrics["judge_hold"]
     e = ds.episodes[0]
     start = frames_to_obs(e.images[:4], e.states[:4])
     act = torch.from_numpy(e.actions[:4]).float()

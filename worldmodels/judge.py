@@ -13,8 +13,11 @@ probabilities are corrected back to the data's odds (``prior_logit``).
 Imagined frames are the autoencoder's decodings, smoother than real ones; ``fit_judge`` can show
 the judge each frame through ``view`` (e.g. the model's reconstruction) half the time, so it reads
 both. ``judge_rates`` gives the true and false positive rates on held-out episodes, per frame and per
-episode (an episode counts as a success when some frame passes the threshold, as the evaluations
-count it).
+episode. An episode counts as a success when the judge holds past the threshold for ``hold``
+consecutive frames (``held``): in these tasks success lasts once reached (the puck stays on the goal,
+the drawer open), while a judge's slip on one odd frame does not, so a longer hold trades a little
+recall on late successes for fewer false verdicts. The fit picks the hold that separates the
+held-out episodes best (``choose_hold``) and the judge keeps it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ class SuccessJudge(nn.Module):
         # the log prior odds of a successful frame in the training data: batches are half successful frames,
         # so the net's logit is the balanced one, and ``probability`` adds this back (calibrated odds)
         self.register_buffer("prior_logit", torch.zeros(()))
+        # frames in a row past the threshold that make an episode a success (chosen at fit: ``choose_hold``)
+        self.register_buffer("hold", torch.ones((), dtype=torch.long))
         self.net = nn.Sequential(nn.Conv2d(6, c, 4, 2, 1), nn.SiLU(), nn.Conv2d(c, 2 * c, 4, 2, 1), nn.SiLU(),
                                  nn.Conv2d(2 * c, 2 * c, 4, 2, 1), nn.SiLU(), nn.Flatten(),
                                  nn.Linear(2 * c * s8 * s8, 256), nn.SiLU(), nn.Linear(256, 1))
@@ -60,6 +65,37 @@ def first_frame_index(episodes: Sequence) -> Tensor:
     """For the frames of ``episodes`` laid end to end, the index of each one's episode's first frame."""
     starts = np.cumsum([0] + [len(e.images) for e in episodes])[:-1]
     return torch.cat([torch.full((len(e.images),), int(s)) for e, s in zip(episodes, starts)])
+
+
+HOLDS = (1, 3, 5, 10, 20)
+
+
+def run_lengths(hit: np.ndarray | Tensor) -> np.ndarray:
+    """``hit [T, ...]`` -> ``[T, ...]``: how many hits in a row end at each step."""
+    hit = np.asarray(hit, dtype=bool)
+    runs, run = np.zeros(hit.shape, int), np.zeros(hit.shape[1:], int)
+    for t, h in enumerate(hit):
+        run = runs[t] = np.where(h, run + 1, 0)
+    return runs
+
+
+def held(hit: np.ndarray | Tensor, hold: int) -> np.ndarray:
+    """``hit [T, ...]`` (a frame past the threshold) -> ``[...]``: some run of ``hold`` hits in a row."""
+    return (run_lengths(hit) >= hold).any(0)
+
+
+def episode_key(rate: str, suffix: str, hold: int) -> str:
+    """``judge_rates``' name of an episode rate (``tpr``/``fpr``) for frames ``suffix`` and a hold."""
+    return f"episode_{rate}{suffix}" + ("" if hold == 1 else f"_hold{hold}")
+
+
+def choose_hold(rates: dict[str, float], suffix: str = "") -> int:
+    """The hold whose episode verdicts separate held-out successes from failures best (true minus false
+    positive rate, Youden's J; the shorter hold on a tie), from ``judge_rates(..., holds=HOLDS)``."""
+    scores = {k: rates[episode_key("tpr", suffix, k)] - rates[episode_key("fpr", suffix, k)] for k in HOLDS
+              if episode_key("tpr", suffix, k) in rates}
+    scores = {k: v for k, v in scores.items() if np.isfinite(v)}
+    return min(scores, key=lambda k: (-round(scores[k], 9), k)) if scores else 1
 
 
 def split_episodes(episodes: Sequence, holdout_ratio: float, generator: torch.Generator) -> tuple[list, list]:
@@ -107,12 +143,14 @@ def fit_judge(judge: SuccessJudge, train: Sequence, generator: torch.Generator, 
 
 @torch.no_grad()
 def judge_rates(judge: SuccessJudge, episodes: Sequence, threshold: float = 0.5,
-                view: Callable[[Tensor, Tensor], Tensor] | None = None) -> dict[str, float]:
+                view: Callable[[Tensor, Tensor], Tensor] | None = None,
+                holds: Sequence[int] = ()) -> dict[str, float]:
     """True and false positive rates per frame and per episode (success: some frame past ``threshold``);
-    with ``view``, also on the viewed frames (``*_shown``)."""
+    with ``view``, also on the viewed frames (``*_shown``); for each of ``holds``, the episode rates when a
+    success needs that many frames in a row (``episode_tpr_hold5``, ``episode_fpr_shown_hold5``, ...)."""
     out: dict[str, float] = {"holdout_episodes": float(len(episodes))}
     for suffix, fn in [("", None)] + ([("_shown", view)] if view is not None else []):
-        frame_hit, frame_lab, ep_hit, ep_lab = [], [], [], []
+        frame_hit, frame_lab, ep_held, ep_lab = [], [], [], []
         for e in episodes:
             f = chw(e.images)
             first = chw(e.images[:1]).expand(len(f), -1, -1, -1)
@@ -121,12 +159,14 @@ def judge_rates(judge: SuccessJudge, episodes: Sequence, threshold: float = 0.5,
             p = judge.probability(first, f)[1:]
             frame_hit.append(p > threshold)
             frame_lab.append(torch.from_numpy(e.success))
-            ep_hit.append(bool(frame_hit[-1].any()))
+            ep_held.append({k: bool(held(frame_hit[-1].numpy(), k)) for k in {1, *holds}})
             ep_lab.append(bool(e.success.any()))
         hit, lab = torch.cat(frame_hit), torch.cat(frame_lab)
-        eh, el = np.array(ep_hit), np.array(ep_lab)
+        el = np.array(ep_lab)
         out.update({f"frame_tpr{suffix}": float(hit[lab].float().mean()) if lab.any() else float("nan"),
-                    f"frame_fpr{suffix}": float(hit[~lab].float().mean()) if (~lab).any() else float("nan"),
-                    f"episode_tpr{suffix}": float(eh[el].mean()) if el.any() else float("nan"),
-                    f"episode_fpr{suffix}": float(eh[~el].mean()) if (~el).any() else float("nan")})
+                    f"frame_fpr{suffix}": float(hit[~lab].float().mean()) if (~lab).any() else float("nan")})
+        for k in sorted({1, *holds}):
+            eh = np.array([h[k] for h in ep_held])
+            out[episode_key("tpr", suffix, k)] = float(eh[el].mean()) if el.any() else float("nan")
+            out[episode_key("fpr", suffix, k)] = float(eh[~el].mean()) if (~el).any() else float("nan")
     return out

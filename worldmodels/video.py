@@ -49,7 +49,8 @@ from envs.errors import ReverieError
 from worldmodels.base import FitCheckpoint, WorldModel
 from worldmodels.contract import ModelSpec, StepOut, check_batch
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble, Normalizer
-from worldmodels.judge import SuccessJudge, chw, first_frame_index, fit_judge, judge_rates, split_episodes
+from worldmodels.judge import (HOLDS, SuccessJudge, choose_hold, chw, first_frame_index, fit_judge, judge_rates,
+                               split_episodes)
 
 CHECKPOINT_FORMAT = "reverie.video/1"
 PROPRIO = 4
@@ -248,6 +249,11 @@ class VideoWorldModel(WorldModel):
             members=out.members, success=success)            # members: the latent ensemble's, for penalties
 
     @torch.no_grad()
+    def success_hold(self) -> int:
+        """Steps in a row the success signal must pass the threshold for an imagined success: the judge's
+        choice on held-out real episodes (1, some step, for the success head)."""
+        return int(self.judge.hold) if self.cfg.success_on == "judge" else 1
+
     def success_probability(self, z: Tensor, proprio: Tensor) -> Tensor:
         """The success head's probability ``[N]`` for frame latents ``z`` and proprioception: what every imagined
         step reports, and what a probe applies to the latents of real frames."""
@@ -339,7 +345,9 @@ class VideoWorldModel(WorldModel):
         with torch.enable_grad():
             fit_judge(self.judge, train, generator, steps=self.cfg.judge_steps, view=self.reconstruct,
                       progress=progress)
-        return {f"judge_{k}": v for k, v in judge_rates(self.judge, hold, view=self.reconstruct).items()}
+        rates = judge_rates(self.judge, hold, view=self.reconstruct, holds=HOLDS)
+        self.judge.hold.fill_(choose_hold(rates, "_shown"))      # imagined frames are the model's own
+        return {**{f"judge_{k}": v for k, v in rates.items()}, "judge_hold": float(self.judge.hold)}
 
     def _check_frame_size(self, episodes) -> None:
         S = self.size
@@ -488,5 +496,6 @@ class VideoWorldModel(WorldModel):
                 "reference": "mean"}               # and the decoder drew from the data's mean frame
 
     def may_lack(self, key: str) -> bool:
-        """Checkpoints from before the judge have none; a model that does not use it may load them."""
-        return key.startswith("judge.") and self.cfg.success_on != "judge"
+        """Checkpoints from before the judge have none (a model that does not use it may load them), and judges
+        from before the hold was chosen at fit have none (they keep the one-frame verdict)."""
+        return (key.startswith("judge.") and self.cfg.success_on != "judge") or key == "judge.hold"
