@@ -28,9 +28,9 @@ import numpy as np
 from omegaconf import DictConfig
 
 from agents.registry import AGENTS
-from eval import children
 from envs.atomic_io import write_text
 from envs.errors import ReverieError
+from eval import children
 
 COLUMNS = ["agent", "dataset", "source", "dataset_size", "seed", "steps", "normalized_score", "normalized_std",
            "return_mean", "eval_episodes", "train_seconds", "updates_per_second", "command"]
@@ -69,7 +69,7 @@ def train_in_subprocess(args: list[str], log_path: Path, cwd: Path) -> int:
     """``reverie <args>`` in a child process started in ``cwd``, its output appended to ``log_path``."""
     with open(log_path, "a") as log:
         return children.call([sys.executable, "-m", "eval.cli", *args], stdout=log, stderr=subprocess.STDOUT,
-                               cwd=cwd)
+                             cwd=cwd)
 
 
 def cell_args(cfg: DictConfig, agent: str, dataset: str, seed: int, out: Path) -> list[str]:

@@ -248,6 +248,7 @@ def run_fit(cfg: DictConfig, ctx: RunContext) -> None:
 
 def _fit_video(cfg: DictConfig, ctx: RunContext, values: dict) -> None:
     from envs.manipulation_data import read_manipulation
+    from worldmodels.judge import episode_key
     from worldmodels.registry import fit_video_model
 
     sources = list(cfg.dataset) if OmegaConf.is_list(cfg.dataset) else [str(cfg.dataset)]
@@ -275,7 +276,9 @@ def _fit_video(cfg: DictConfig, ctx: RunContext, values: dict) -> None:
         print(f"success judge on {metrics['judge_holdout_episodes']:.0f} held-out episodes: true positives "
               f"{metrics['judge_episode_tpr']:.0%}, false positives {metrics['judge_episode_fpr']:.0%} "
               f"(frames as the model shows them: {metrics['judge_episode_tpr_shown']:.0%}, "
-              f"{metrics['judge_episode_fpr_shown']:.0%})")
+              f"{metrics['judge_episode_fpr_shown']:.0%}); a success must hold {metrics['judge_hold']:.0f} step(s) in a "
+              f"row (there: {metrics['judge_' + episode_key('tpr', '_shown', int(metrics['judge_hold']))]:.0%}, "
+              f"{metrics['judge_' + episode_key('fpr', '_shown', int(metrics['judge_hold']))]:.0%})")
     print(f"saved {path}")
     ctx.log({k: v for k, v in metrics.items()})
 
@@ -602,9 +605,6 @@ def _evaluate_video(cfg: DictConfig, ctx: RunContext) -> None:
     quantile = cfg.get("truncate_quantile")
     if quantile is not None and not (isinstance(quantile, (int, float)) and 0 < float(quantile) <= 1):
         raise ReverieError(f"option 'truncate_quantile': expected a quantile in (0, 1] or null, got {quantile!r}")
-    hold = cfg.get("hold")
-    if hold is not None and (isinstance(hold, bool) or not isinstance(hold, int) or hold < 1):
-        raise ReverieError(f"option 'hold': expected a positive number of steps or null, got {hold!r}")
     specs = list(cfg.policies) if OmegaConf.is_list(cfg.policies) else [str(cfg.policies)]
     if "zoo" in specs:
         raise ReverieError("policies: manipulation tasks ship no zoo; pass VLA policy files or folders "
@@ -626,7 +626,7 @@ def _evaluate_video(cfg: DictConfig, ctx: RunContext) -> None:
                                     seed=int(cfg.seed), progress=progress, sample_model=bool(cfg.sample_model),
                                     truncate_quantile=None if quantile is None else float(quantile),
                                     real_cache=Path(str(cfg.real_cache)).expanduser() if cfg.get("real_cache")
-                                    else None, hold=hold)
+                                    else None, hold=cfg.get("hold"))
     result["command"] = "reverie evaluate " + " ".join(ctx.overrides)
     result["world_model"] = str(path)
     header = (f"Task {task.name}; video world model {path}; {len(seeds)} simulator resets (seeds {seeds[0]}.."

@@ -174,7 +174,7 @@ def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 
     if hold is None:
         hold = model.success_hold()
     if isinstance(hold, bool) or not isinstance(hold, int) or hold < 1:
-        raise ReverieError(f"hold: expected a positive number of steps, got {hold!r}")
+        raise ReverieError(f"option 'hold': expected a positive number of steps or null, got {hold!r}")
     frames0, states0, texts = reset_starts(task, seeds, S)
     start = StartStates(frames_to_obs(frames0, states0))
     per_policy, strips = [], {}

@@ -167,7 +167,7 @@ def test_reverie_evaluate_ranks_vla_policies_in_the_video_model(reach, tmp_path,
     for extra, message in ((["policies=[zoo]"], "manipulation tasks ship no zoo"),
                            (["truncate_quantile=1.5"], "option 'truncate_quantile': expected a quantile in (0, 1]"),
                            (["uncertainty=entropy"], "option 'uncertainty': expected model, inverse_dynamics"),
-                           (["hold=0"], "option 'hold': expected a positive number of steps"),
+                           (["hold=0"], "option 'hold': expected a positive number of steps or null"),
                            ([f"policies=[{big}]"], "policy takes 64x64 frames, the world model 32x32"),
                            (["task=metaworld-push"], "trained on metaworld-reach, not metaworld-push")):
         code = main([*argv, *extra, f"run_dir={tmp_path / ('bad' + str(len(message)))}"])
@@ -340,3 +340,21 @@ def test_a_fit_cut_short_resumes_to_the_weights_of_one_that_never_stopped(reach,
     resumed, _ = fit_video_model([ds], values, seed=0, checkpoint=tmp_path / "fit")
     for key, value in whole.state_dict().items():
         torch.testing.assert_close(resumed.state_dict()[key], value, rtol=0, atol=0, msg=key)
+
+
+def test_reverie_fit_writes_a_video_model_with_its_judge_and_hold(reach, tmp_path, capsys):
+    from envs.manipulation_data import write_manipulation
+    from eval.cli import main
+
+    ds, _, _ = reach
+    data = tmp_path / "reach.hdf5"
+    write_manipulation(data, ds.episodes, {"task": "metaworld-reach", "image_size": 32, "level": "mixed",
+                                           "camera": "corner"})
+    small = [f"world_model.{k}={v}" for k, v in SMALL.items() if k != "name" and k != "hidden"]
+    argv = ["fit", "world_model=video", f"dataset={data}", *small, "world_model.ae_epochs=2",
+            "world_model.max_epochs=2", "world_model.hidden=[32,32]", "threads=1", f"run_dir={tmp_path / 'fit'}"]
+    assert main(argv) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "success judge on 1 held-out episodes" in out and "in a row" in out, out
+    model = load_model(tmp_path / "fit" / "world_model.pt")
+    assert model.cfg.success_on == "judge" and int(model.judge.hold) in HOLDS
