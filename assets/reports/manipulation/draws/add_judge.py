@@ -15,26 +15,19 @@ from pathlib import Path
 import torch
 
 torch.set_num_threads(1)
-from envs.builtin import cache_dir
 from envs.manipulation import TASKS
-from envs.manipulation_data import make_manipulation, read_manipulation
-from worldmodels.judge import fit_judge, judge_rates, split_episodes
+from loop_data import judge_episodes
+from worldmodels.judge import fit_judge, judge_rates
 from worldmodels.registry import load_model
 
 model = load_model(Path(sys.argv[1]))
 out = Path(sys.argv[2])
 model.cfg.judge_steps = int(sys.argv[3]) if len(sys.argv) > 3 else model.cfg.judge_steps
 model.cfg.success_on = "judge"
-episodes, task_of = [], {}
-for t in TASKS:
-    for level, n, seed in (("expert", 50, 0), ("medium", 25, 1), ("poor", 25, 2), ("misdirected", 25, 3)):
-        for e in read_manipulation(make_manipulation(t, level, n, seed, cache_dir())[0]).episodes:
-            episodes.append(e)
-            task_of[id(e)] = t
 g = torch.Generator().manual_seed(0)
 torch.manual_seed(0)
 model.judge.apply(lambda m: m.reset_parameters() if hasattr(m, "reset_parameters") else None)
-hold, train = split_episodes(episodes, 0.2, g)
+hold, train, task_of = judge_episodes(g)
 print(f"{len(train)} training and {len(hold)} held-out episodes, {model.cfg.judge_steps} updates", flush=True)
 fit_judge(model.judge, train, g, steps=model.cfg.judge_steps, view=model.reconstruct,
           progress=lambda s, i, v: print(f"  {s} step {i}: loss {v:.4f}", flush=True))

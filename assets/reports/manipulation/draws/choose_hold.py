@@ -10,20 +10,13 @@ from pathlib import Path
 import torch
 
 torch.set_num_threads(1)
-from envs.builtin import cache_dir
 from envs.manipulation import TASKS
-from envs.manipulation_data import make_manipulation, read_manipulation
-from worldmodels.judge import HOLDS, choose_hold, episode_key, judge_rates, split_episodes
+from loop_data import judge_episodes
+from worldmodels.judge import HOLDS, choose_hold, episode_key, judge_rates
 from worldmodels.registry import load_model
 
 model, out = load_model(Path(sys.argv[1])), Path(sys.argv[2])
-episodes, task_of = [], {}
-for t in TASKS:
-    for level, n, seed in (("expert", 50, 0), ("medium", 25, 1), ("poor", 25, 2), ("misdirected", 25, 3)):
-        for e in read_manipulation(make_manipulation(t, level, n, seed, cache_dir())[0]).episodes:
-            episodes.append(e)
-            task_of[id(e)] = t
-hold, _ = split_episodes(episodes, 0.2, torch.Generator().manual_seed(0))
+hold, _, task_of = judge_episodes(torch.Generator().manual_seed(0))
 print(f"{len(hold)} held-out episodes; episode TPR / FPR on frames as the model shows them, per hold")
 print(f"{'task':32s} " + "  ".join(f"hold {k:>2}" for k in HOLDS))
 rows = {}
