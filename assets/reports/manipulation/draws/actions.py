@@ -4,9 +4,10 @@ For each of 20 simulator resets of TASK, five 150-step action sequences are play
 MetaWorld and in the video model (at its mean, from the same first frame): the scripted expert's
 actions for that reset; the expert's actions for a different reset (another object and goal
 placement); the expert's actions with Gaussian noise of std 1 (clipped); uniform random actions;
-and zeros. Printed per sequence: real success, imagined success (the success head above 0.5 at some
-step), the hand's position error at steps 25/75/150 (imagined proprioception against the
-simulator's), and the PSNR of the imagined frame against the real one at those steps.
+and zeros. Printed per sequence: real success, imagined success (the model's success signal above 0.5
+for the model's hold of steps in a row; some step for older models), the hand's position error at
+steps 25/75/150 (imagined proprioception against the simulator's), and the PSNR of the imagined frame
+against the real one at those steps.
 
 If the model follows the actions, imagined success should track real success across sequences, and
 the zero and random sequences should be imagined as failures.
@@ -22,6 +23,7 @@ import torch
 torch.set_num_threads(1)
 from envs.manipulation import PROPRIO_DIM, ManipulationEnv
 from eval.metrics import psnr
+from worldmodels.judge import held
 from worldmodels.registry import load_model
 from worldmodels.video import frames_to_obs
 
@@ -56,7 +58,9 @@ sequences = {
 
 
 g = torch.Generator().manual_seed(0)
-print(f"{task}: {len(seeds)} resets, {H} steps, model at its mean ({sys.argv[2] if len(sys.argv) > 2 else 'video.pt'})")
+hold = model.success_hold()
+print(f"{task}: {len(seeds)} resets, {H} steps, model at its mean ({sys.argv[2] if len(sys.argv) > 2 else 'video.pt'}); "
+      f"imagined success: the signal past 0.5 for {hold} step(s) in a row")
 print(f"{'sequence':22s} real  imagined  agree | hand error (m) @{checks} | PSNR (dB) @{checks}")
 for name, acts in sequences.items():
     real_s, imag_s, hand_err, psnrs = [], [], [], []
@@ -64,15 +68,15 @@ for name, acts in sequences.items():
         _, frames, states, ok = play(s, acts[s])
         start = frames_to_obs(frames[:1], states[:1])
         state = model.init_state(start, g)
-        fired, errs, ps = False, [], []
+        hits, errs, ps = [], [], []
         for t in range(H):
             state, out = model.step(state, torch.from_numpy(acts[s][t:t + 1]), generator=g, deterministic=True)
-            fired |= bool(out.success[0] > 0.5)
+            hits.append(bool(out.success[0] > 0.5))
             if t + 1 in checks:
                 img = (out.obs[0, :-PROPRIO_DIM].reshape(64, 64, 3).clamp(0, 1).numpy() * 255).astype(np.uint8)
                 errs.append(float(np.linalg.norm(out.obs[0, -PROPRIO_DIM:-1].numpy() - states[t + 1][:3])))
                 ps.append(float(psnr(img[None] / 255, frames[t + 1][None] / 255)[0]))
-        real_s.append(ok); imag_s.append(fired); hand_err.append(errs); psnrs.append(ps)
+        real_s.append(ok); imag_s.append(bool(held(np.array(hits), hold))); hand_err.append(errs); psnrs.append(ps)
     real_s, imag_s = np.array(real_s), np.array(imag_s)
     he, pp = np.mean(hand_err, 0), np.mean(psnrs, 0)
     print(f"{name:22s} {real_s.mean():4.0%}  {imag_s.mean():7.0%}  {np.mean(real_s == imag_s):5.0%} | "
