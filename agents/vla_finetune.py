@@ -70,7 +70,8 @@ def imagine(vla: VLAPolicy, model, starts: list[Episode], cfg: FinetuneConfig,
     vla.train()
     p = ro.judged                                                                   # [T, B]
     hit = (p > cfg.threshold) & ro.valid
-    success = torch.from_numpy(run_lengths(hit) >= (cfg.hold or model.success_hold()))   # held long enough
+    hold = cfg.hold if cfg.hold is not None else model.success_hold()
+    success = torch.from_numpy(run_lengths(hit) >= hold)                           # held long enough
     kept = []
     for b in range(len(starts)):
         steps = success[:, b].nonzero()

@@ -165,16 +165,16 @@ def evaluate_video(model, task: str, policies, seeds: list[int], horizon: int = 
     if truncate_quantile is not None and not episodes:
         raise ReverieError("truncate_quantile: the cut is a quantile of the model's uncertainty on its dataset; "
                            "pass the dataset (a manipulation file) too")
+    if hold is None:
+        hold = model.success_hold()
+    if isinstance(hold, bool) or not isinstance(hold, int) or hold < 1:
+        raise ReverieError(f"option 'hold': expected a positive number of steps or null, got {hold!r}")
     cuts: dict[float, float] = {}
     if episodes and (truncate_quantile is not None or sweep):
         data_unc = dataset_uncertainty(model, episodes, torch.Generator().manual_seed(seed))
         cuts = {q: float(np.quantile(data_unc, q)) for q in sorted({*sweep, *([truncate_quantile]
                                                                              if truncate_quantile else [])})}
     cut = cuts.get(truncate_quantile) if truncate_quantile is not None else None
-    if hold is None:
-        hold = model.success_hold()
-    if isinstance(hold, bool) or not isinstance(hold, int) or hold < 1:
-        raise ReverieError(f"option 'hold': expected a positive number of steps or null, got {hold!r}")
     frames0, states0, texts = reset_starts(task, seeds, S)
     start = StartStates(frames_to_obs(frames0, states0))
     per_policy, strips = [], {}

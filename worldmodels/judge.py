@@ -150,7 +150,7 @@ def judge_rates(judge: SuccessJudge, episodes: Sequence, threshold: float = 0.5,
     success needs that many frames in a row (``episode_tpr_hold5``, ``episode_fpr_shown_hold5``, ...)."""
     out: dict[str, float] = {"holdout_episodes": float(len(episodes))}
     for suffix, fn in [("", None)] + ([("_shown", view)] if view is not None else []):
-        frame_hit, frame_lab, ep_held, ep_lab = [], [], [], []
+        frame_hit, frame_lab, ep_run, ep_lab = [], [], [], []
         for e in episodes:
             f = chw(e.images)
             first = chw(e.images[:1]).expand(len(f), -1, -1, -1)
@@ -159,14 +159,14 @@ def judge_rates(judge: SuccessJudge, episodes: Sequence, threshold: float = 0.5,
             p = judge.probability(first, f)[1:]
             frame_hit.append(p > threshold)
             frame_lab.append(torch.from_numpy(e.success))
-            ep_held.append({k: bool(held(frame_hit[-1].numpy(), k)) for k in {1, *holds}})
+            ep_run.append(int(run_lengths(frame_hit[-1].numpy()).max(initial=0)))   # its longest run of hits
             ep_lab.append(bool(e.success.any()))
         hit, lab = torch.cat(frame_hit), torch.cat(frame_lab)
         el = np.array(ep_lab)
         out.update({f"frame_tpr{suffix}": float(hit[lab].float().mean()) if lab.any() else float("nan"),
                     f"frame_fpr{suffix}": float(hit[~lab].float().mean()) if (~lab).any() else float("nan")})
         for k in sorted({1, *holds}):
-            eh = np.array([h[k] for h in ep_held])
+            eh = np.array(ep_run) >= k
             out[episode_key("tpr", suffix, k)] = float(eh[el].mean()) if el.any() else float("nan")
             out[episode_key("fpr", suffix, k)] = float(eh[~el].mean()) if (~el).any() else float("nan")
     return out
