@@ -34,6 +34,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 PROPRIO_DIM = 4
 ACT_DIM = 4
+OBJECT_DIM = 6            # privileged: the task's (first) object position and its goal position, from MetaWorld's state
 SCENES_PER_LIST = 50      # the task variations in one MetaWorld MT1 list
 SCENE_RULES = 2           # what a reset seed means; bump on change (2: variation seed % 50 of MT1 list seed // 50)
 
@@ -212,6 +213,13 @@ class ManipulationEnv:
         self.t += 1
         truncated = self.t >= self.max_episode_steps
         return self._obs(state), float(reward), bool(terminated), truncated, {"success": bool(info["success"])}
+
+    def objects(self) -> np.ndarray:
+        """The simulator's object and goal positions now (``OBJECT_DIM``, float32): the first object's xyz and the
+        goal's xyz from MetaWorld's 39-dim state. Privileged: never shown to a policy; datasets keep it so that a
+        world model may learn where things are from it."""
+        s = self.full_state
+        return np.concatenate([s[4:7], s[36:39]]).astype(np.float32)
 
     def expert(self):
         from metaworld.policies import ENV_POLICY_MAP

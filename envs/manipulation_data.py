@@ -4,7 +4,8 @@ One HDF5 file in Minari's episode layout (``main_data.hdf5``-style: one group pe
 episode), frames stored as gzip-compressed uint8 in chunks of 16 frames:
 
     /                                 attrs: format="reverie.manipulation/1", task, env_name, level,
-                                             noise_std, camera, image_size, seed, episodes, total_steps
+                                             noise_std, camera, image_size, seed, episodes, total_steps,
+                                             scene_rules (what a reset seed meant: ``SCENE_RULES``)
     /episode_0/observations/image     uint8   [T+1, S, S, 3]   (the first frame is the reset's)
     /episode_0/observations/state     float32 [T+1, 4]         hand xyz, gripper opening
     /episode_0/actions                float32 [T, 4]
@@ -12,6 +13,8 @@ episode), frames stored as gzip-compressed uint8 in chunks of 16 frames:
     /episode_0/terminations           bool    [T]              (MetaWorld never terminates: all False)
     /episode_0/truncations            bool    [T]              (True at the last step)
     /episode_0/infos/success          bool    [T]
+    /episode_0/privileged/objects     float32 [T+1, 6]         object xyz, goal xyz (MetaWorld's state; never
+                                                               shown to policies; optional: older files lack it)
     /episode_0                        attrs: instruction, seed
 
 An episode ends ``success_tail`` steps after its first success or at the task's
@@ -30,8 +33,8 @@ import numpy as np
 
 from envs.atomic_io import atomic_path
 from envs.errors import ReverieError
-from envs.manipulation import (ACT_DIM, LEVELS, MISDIRECT_OFFSET, PROPRIO_DIM, ManipulationEnv, get_manipulation_task,
-                               instruction)
+from envs.manipulation import (ACT_DIM, LEVELS, MISDIRECT_OFFSET, OBJECT_DIM, PROPRIO_DIM, SCENE_RULES,
+                               ManipulationEnv, get_manipulation_task, instruction)
 
 FORMAT = "reverie.manipulation/1"
 
@@ -45,6 +48,7 @@ class Episode:
     success: np.ndarray      # [T] bool
     instruction: str
     seed: int
+    objects: np.ndarray | None = None   # [T+1, OBJECT_DIM] float32: privileged object and goal positions
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -93,6 +97,7 @@ def collect_episodes(task: str, level: str, episodes: int, seed: int = 0, image_
         obs = env.reset(ep_seed)
         expert = env.expert()
         images, states, actions, rewards, success = [obs["image"]], [obs["state"]], [], [], []
+        objects = [env.objects()]
         first_success = None
         for step in range(env.max_episode_steps):
             if replay is not None:
@@ -104,6 +109,7 @@ def collect_episodes(task: str, level: str, episodes: int, seed: int = 0, image_
             obs, r, _, truncated, info = env.step(a)
             images.append(obs["image"])
             states.append(obs["state"])
+            objects.append(env.objects())
             actions.append(a.astype(np.float32))
             rewards.append(r)
             success.append(info["success"])
@@ -113,7 +119,7 @@ def collect_episodes(task: str, level: str, episodes: int, seed: int = 0, image_
                 break
         out.append(Episode(np.stack(images), np.stack(states).astype(np.float32), np.stack(actions),
                            np.asarray(rewards, np.float32), np.asarray(success, bool),
-                           instruction(t, rng), ep_seed))
+                           instruction(t, rng), ep_seed, np.stack(objects)))
         if progress:
             progress(i + 1, episodes)
     env.close()
@@ -138,6 +144,8 @@ def write_manipulation(path: str | Path, episodes: list[Episode], attrs: dict) -
                 g.create_dataset("terminations", data=np.zeros(len(e), bool))
                 g.create_dataset("truncations", data=np.arange(len(e)) == len(e) - 1)
                 g.create_group("infos").create_dataset("success", data=e.success)
+                if e.objects is not None:
+                    g.create_group("privileged").create_dataset("objects", data=e.objects)
 
 
 def read_manipulation(path: str | Path) -> ManipulationDataset:
@@ -179,28 +187,36 @@ def read_manipulation(path: str | Path) -> ManipulationDataset:
             states = field("observations/state", np.float32, (PROPRIO_DIM,), T + 1)
             rewards = field("rewards", np.float32, (), T)
             success = field("infos/success", np.bool_, (), T)
-            if not (np.isfinite(actions).all() and np.isfinite(states).all() and np.isfinite(rewards).all()):
+            objects = field("privileged/objects", np.float32, (OBJECT_DIM,), T + 1) if "privileged" in g else None
+            if not (np.isfinite(actions).all() and np.isfinite(states).all() and np.isfinite(rewards).all()
+                    and (objects is None or np.isfinite(objects).all())):
                 raise ReverieError(f"{path}: episode '{name}' holds NaN or inf")
             text = g.attrs.get("instruction")
             episodes.append(Episode(images, states, actions, rewards, success,
-                                    text.decode() if isinstance(text, bytes) else str(text), int(g.attrs["seed"])))
+                                    text.decode() if isinstance(text, bytes) else str(text), int(g.attrs["seed"]),
+                                    objects))
     get_manipulation_task(attrs["task"])
     return ManipulationDataset(episodes, attrs, str(path))
 
 
 def make_manipulation(task: str, level: str, episodes: int, seed: int, cache_root: Path, image_size: int = 64,
                       camera: str = "corner", force: bool = False, progress=None) -> tuple[Path, dict, bool]:
-    """The cached file for (task, level, episodes, seed, image size, camera), made if missing."""
+    """The cached file for (task, level, episodes, seed, image size, camera), made if missing, and made again if
+    it is stale: collected under other scene rules (its seeds meant other scenes) or without the objects'
+    positions."""
     path = cache_root / "datasets" / f"{task}-{level}-{episodes}ep-{image_size}px-{camera}-seed{seed}.hdf5"
     if path.is_file() and not force:
-        return path, read_manipulation(path).attrs, True
+        cached = read_manipulation(path)
+        if cached.attrs.get("scene_rules") == SCENE_RULES and all(e.objects is not None for e in cached.episodes):
+            return path, cached.attrs, True
     t0 = time.perf_counter()
     eps = collect_episodes(task, level, episodes, seed, image_size, camera, progress=progress)
     seconds = time.perf_counter() - t0
     steps = sum(len(e) for e in eps)
     attrs = {"task": task, "env_name": get_manipulation_task(task).env_name, "level": level,
              "noise_std": -1.0 if LEVELS[level] is None else float(LEVELS[level]), "camera": camera,
-             "image_size": image_size, "seed": seed, "seconds": seconds, "frames_per_second": (steps + len(eps)) / seconds}
+             "image_size": image_size, "seed": seed, "scene_rules": SCENE_RULES, "seconds": seconds,
+             "frames_per_second": (steps + len(eps)) / seconds}
     write_manipulation(path, eps, attrs)
     return path, read_manipulation(path).attrs, False
 
@@ -216,6 +232,7 @@ def manipulation_info(ds: ManipulationDataset) -> dict:
             "success_rate": float(succeeded.mean()) if len(succeeded) else float("nan"),
             "episode_length_mean": float(lengths.mean()), "return_mean": float(returns.mean()),
             "return_std": float(returns.std()), "instructions": texts,
+            "objects": all(e.objects is not None for e in ds.episodes),
             "action_min": float(min(e.actions.min() for e in ds.episodes)),
             "action_max": float(max(e.actions.max() for e in ds.episodes))}
 
@@ -230,4 +247,5 @@ def format_manipulation_info(info: dict) -> str:
         f"success      {100 * info['success_rate']:.0f}% of episodes",
         f"return       mean {info['return_mean']:.1f} ± {info['return_std']:.1f}",
         f"actions      [{info['action_min']:.2f}, {info['action_max']:.2f}]",
+        f"objects      {'object and goal positions recorded (privileged)' if info['objects'] else 'not recorded'}",
         "instructions " + "; ".join(info["instructions"])])

@@ -112,3 +112,26 @@ def test_damaged_files_are_refused_naming_the_field(tmp_path):
     (tmp_path / "junk.hdf5").write_text("junk")
     with pytest.raises(ReverieError, match="not a readable HDF5 file"):
         read_manipulation(tmp_path / "junk.hdf5")
+
+
+def test_episodes_keep_the_objects_positions_and_a_stale_cache_file_is_made_again(tmp_path):
+    from envs.manipulation import OBJECT_DIM, SCENE_RULES
+    from envs.manipulation_data import make_manipulation
+
+    eps = collect_episodes("metaworld-push", "expert", 1, seed=0, image_size=32)
+    e = eps[0]
+    assert e.objects.shape == (len(e) + 1, OBJECT_DIM) and e.objects.dtype == np.float32
+    assert np.linalg.norm(e.objects[-1, :3] - e.objects[-1, 3:]) < 0.05        # the expert pushed the puck home
+    assert np.linalg.norm(e.objects[0, :3] - e.objects[0, 3:]) > 0.05          # from away from the goal
+    np.testing.assert_array_equal(e.objects[:, 3:], np.broadcast_to(e.objects[0, 3:], e.objects[:, 3:].shape))
+
+    path, attrs, cached = make_manipulation("metaworld-push", "expert", 1, 0, tmp_path, image_size=32)
+    assert not cached and attrs["scene_rules"] == SCENE_RULES
+    np.testing.assert_array_equal(read_manipulation(path).episodes[0].objects, e.objects)
+    assert make_manipulation("metaworld-push", "expert", 1, 0, tmp_path, image_size=32)[2]     # reused
+    with h5py.File(path, "a") as f:             # a file from before the objects, under older scene rules
+        del f["episode_0/privileged"]
+        f.attrs["scene_rules"] = SCENE_RULES - 1
+    assert read_manipulation(path).episodes[0].objects is None                  # still readable
+    path, attrs, cached = make_manipulation("metaworld-push", "expert", 1, 0, tmp_path, image_size=32)
+    assert not cached and read_manipulation(path).episodes[0].objects is not None

@@ -252,7 +252,7 @@ def test_success_is_judged_on_the_frame_the_model_shows(reach):
         judged = model.judge.probability(obs_to_frames(start, 32), obs_to_frames(shown, 32))
     torch.testing.assert_close(outs["frame"].success, head)               # the head read the shown frame
     torch.testing.assert_close(outs["judge"].success, judged)             # the judge: shown frame, first frame
-    with pytest.raises(ReverieError, match="world_model.success_on: expected judge, latent or frame"):
+    with pytest.raises(ReverieError, match="world_model.success_on: expected judge, latent, frame or objects"):
         VideoConfig(success_on="pixels").validate()
 
 
@@ -358,3 +358,45 @@ def test_reverie_fit_writes_a_video_model_with_its_judge_and_hold(reach, tmp_pat
     assert "success judge on 1 held-out episodes" in out and "in a row" in out, out
     model = load_model(tmp_path / "fit" / "world_model.pt")
     assert model.cfg.success_on == "judge" and int(model.judge.hold) in HOLDS
+
+
+def test_objects_in_the_latent_state_are_read_from_the_start_frame_and_carry_success(reach, tmp_path):
+    """world_model.objects: the simulator's object and goal positions join the latent state (the dynamics predict
+    them, a reader finds them in a start frame) and success_on=objects reads success from them."""
+    from envs.manipulation import OBJECT_DIM
+    from envs.manipulation_data import Episode
+
+    ds, model, _ = reach
+    obj = model.over_encoder(objects=True, success_on="objects", reader_steps=300, head_epochs=300)
+    torch.testing.assert_close(obj.ae.dec_in.weight, model.ae.dec_in.weight)           # the same frame encoder
+    metrics = obj.fit_latent(ds.episodes, torch.Generator().manual_seed(0))
+    assert {"reader_error_object_m", "reader_error_goal_m", "objects_success_tpr"} <= metrics.keys()
+
+    starts = torch.cat([frames_to_obs(e.images[:1], e.states[:1]) for e in ds.episodes])
+    truth = torch.from_numpy(np.stack([e.objects[0] for e in ds.episodes]))
+    read = obj.reader.read(obs_to_frames(starts, 32))
+    guess = truth.mean(0)                                                     # where a reader that sees nothing looks
+    assert (read - truth).norm(dim=1).mean() < 0.5 * (guess - truth).norm(dim=1).mean()
+
+    g = torch.Generator().manual_seed(0)
+    state = obj.init_state(starts, g)
+    assert state["latent"].shape == (len(starts), 2 * 32 + 4 + OBJECT_DIM)
+    torch.testing.assert_close(state["latent"][:, -OBJECT_DIM:], read)
+    state, out = obj.step(state, torch.from_numpy(np.stack([e.actions[0] for e in ds.episodes])), generator=g,
+                          deterministic=True)
+    torch.testing.assert_close(out.success, obj.objects_success(state["latent"][:, 2 * 32:]))
+    # on the recorded positions, the head tells the successful steps from the others (reach: hand at the goal)
+    p = torch.cat([obj.objects_success(obj.episode_extra(e)[1:]) for e in ds.episodes])
+    label = torch.from_numpy(np.concatenate([e.success for e in ds.episodes]))
+    assert ((p > 0.5) == label).float().mean() > 0.85 and p[label].mean() > p[~label].mean() + 0.4
+
+    obj.save(tmp_path / "video.pt")
+    back = load_model(tmp_path / "video.pt")
+    assert back.cfg.objects and back.cfg.success_on == "objects"
+    torch.testing.assert_close(back.reader.read(obs_to_frames(starts, 32)), read)
+    e = ds.episodes[0]
+    bare = Episode(e.images, e.states, e.actions, e.rewards, e.success, e.instruction, e.seed)     # no objects
+    with pytest.raises(ReverieError, match="world_model.objects=true: episode seed 0 has no privileged/objects"):
+        obj.fit_latent([bare], g)
+    with pytest.raises(ReverieError, match="success_on=objects needs world_model.objects=true"):
+        model.over_encoder(success_on="objects")

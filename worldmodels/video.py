@@ -46,6 +46,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from envs.errors import ReverieError
+from envs.manipulation import OBJECT_DIM
 from worldmodels.base import FitCheckpoint, WorldModel
 from worldmodels.contract import ModelSpec, StepOut, check_batch
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble, Normalizer
@@ -78,15 +79,23 @@ class VideoConfig:
     unroll_lr: float = 1e-4
     uncertainty: str = "disagreement"   # or inverse_dynamics
     success_on: str = "judge"           # the frame judge; or latent / frame: the success head on the predicted
-                                        # latent / on the shown frame's latent (with proprioception)
+                                        # latent / on the shown frame's latent (with proprioception); or objects:
+                                        # a head on the proprioception and the object and goal positions
+    objects: bool = False               # the simulator's object and goal positions (a dataset's
+                                        # privileged/objects) join the latent state: the dynamics predict them,
+                                        # a reader infers them from the start frame
+    reader_steps: int = 3000            # the object reader's updates (batches of 64 real frames)
     judge_steps: int = 3000             # the judge's updates (batches of 64, half of them successful frames)
     holdout_ratio: float = 0.1
 
     def validate(self) -> "VideoConfig":
         if self.reference not in ("first", "mean"):
             raise ReverieError(f"world_model.reference: expected first or mean, got '{self.reference}'")
-        if self.success_on not in ("judge", "latent", "frame"):
-            raise ReverieError(f"world_model.success_on: expected judge, latent or frame, got '{self.success_on}'")
+        if self.success_on not in ("judge", "latent", "frame", "objects"):
+            raise ReverieError(f"world_model.success_on: expected judge, latent, frame or objects, "
+                               f"got '{self.success_on}'")
+        if self.success_on == "objects" and not self.objects:
+            raise ReverieError("world_model.success_on=objects needs world_model.objects=true")
         if self.uncertainty not in ("disagreement", "inverse_dynamics"):
             raise ReverieError(f"world_model.uncertainty: expected disagreement or inverse_dynamics, "
                                f"got '{self.uncertainty}'")
@@ -96,7 +105,8 @@ class VideoConfig:
         if self.unroll_steps < 0 or self.unroll_epochs < 0:
             raise ReverieError(f"world_model.unroll_steps and unroll_epochs: expected integers >= 0, got "
                                f"{self.unroll_steps} and {self.unroll_epochs}")
-        for name in ("latent", "channels", "ae_epochs", "ae_batch", "max_epochs", "head_epochs", "judge_steps"):
+        for name in ("latent", "channels", "ae_epochs", "ae_batch", "max_epochs", "head_epochs", "judge_steps",
+                     "reader_steps"):
             if getattr(self, name) < 1:
                 raise ReverieError(f"world_model.{name}: expected a positive integer, got {getattr(self, name)}")
         return self
@@ -164,6 +174,29 @@ def _mlp(i: int, o: int, h: int = 256) -> nn.Sequential:
     return nn.Sequential(nn.Linear(i, h), nn.SiLU(), nn.Linear(h, h), nn.SiLU(), nn.Linear(h, o))
 
 
+class ObjectReader(nn.Module):
+    """A frame ``[N, 3, S, S]`` -> where the object and the goal are (``OBJECT_DIM``, in units of their spread over
+    the data: ``norm``). Trained on real frames against the simulator's positions; an imagined episode reads its
+    start frame once, and the dynamics carry the positions from there."""
+
+    def __init__(self, size: int, channels: int = 32):
+        super().__init__()
+        c, s8 = channels, size // 8
+        self.net = nn.Sequential(nn.Conv2d(3, c, 4, 2, 1), nn.SiLU(), nn.Conv2d(c, 2 * c, 4, 2, 1), nn.SiLU(),
+                                 nn.Conv2d(2 * c, 2 * c, 4, 2, 1), nn.SiLU(), nn.Flatten(),
+                                 nn.Linear(2 * c * s8 * s8, 256), nn.SiLU(), nn.Linear(256, OBJECT_DIM))
+        self.norm = Normalizer(OBJECT_DIM)
+
+    def forward(self, frames: Tensor) -> Tensor:
+        """Normalised positions (what the loss compares)."""
+        return self.net(frames)
+
+    @torch.no_grad()
+    def read(self, frames: Tensor, batch: int = 1024) -> Tensor:
+        """Positions in metres ``[N, OBJECT_DIM]``."""
+        return torch.cat([self.norm.inverse(self(frames[i:i + batch])) for i in range(0, len(frames), batch)])
+
+
 class VideoWorldModel(WorldModel):
     checkpoint_format = CHECKPOINT_FORMAT
     config_class = VideoConfig
@@ -177,7 +210,9 @@ class VideoWorldModel(WorldModel):
         L = cfg.latent
         self.spec = ModelSpec(obs_dim, act_dim, members=cfg.members, context_length=2, task=task)
         self.ae = FrameAutoencoder(self.size, L, cfg.channels, reference=cfg.reference == "first")
-        self.dynamics = GaussianEnsemble(2 * L + PROPRIO, act_dim, EnsembleConfig(
+        # the latent state: [z_t, z_{t-1}, x_t], x the proprioception (and, with objects, the object and goal)
+        self.extra = PROPRIO + (OBJECT_DIM if cfg.objects else 0)
+        self.dynamics = GaussianEnsemble(2 * L + self.extra, act_dim, EnsembleConfig(
             members=cfg.members, elites=cfg.elites, hidden=tuple(cfg.hidden),
             weight_decay=(2.5e-5,) * (len(cfg.hidden) + 1), max_epochs=cfg.max_epochs, patience=cfg.patience,
             holdout_ratio=cfg.holdout_ratio), task=None, terminated=lambda o: torch.zeros(len(o), dtype=torch.bool,
@@ -185,9 +220,24 @@ class VideoWorldModel(WorldModel):
         self.inverse = _mlp(2 * L, act_dim)
         self.success_head = _mlp(L + PROPRIO, 1)
         self.judge = SuccessJudge(self.size)
+        if cfg.objects:
+            self.reader = ObjectReader(self.size)
+            self.object_success = _mlp(PROPRIO + OBJECT_DIM, 1)
+            self.object_input_norm = Normalizer(PROPRIO + OBJECT_DIM)
         self.latent_norm = Normalizer(L)
         self.register_buffer("elites", torch.arange(cfg.elites))
         self.register_buffer("holdout_mse", torch.full((cfg.members,), float("nan")))
+
+    def over_encoder(self, **changes) -> "VideoWorldModel":
+        """A new model with this one's frame autoencoder and judge and other settings (``changes`` to the
+        config, e.g. ``objects=True``): what is left to fit is ``fit_latent``, the part after the
+        autoencoder. Dynamics variants compare over one encoder this way, at a fraction of a whole fit."""
+        from dataclasses import replace
+
+        new = VideoWorldModel(self.spec.obs_dim, self.spec.act_dim, replace(self.cfg, **changes), task=self.spec.task)
+        new.ae.load_state_dict(self.ae.state_dict())
+        new.judge.load_state_dict(self.judge.state_dict())
+        return new
 
     # ----------------------------------------------------------------- latents
     @torch.no_grad()
@@ -211,8 +261,30 @@ class VideoWorldModel(WorldModel):
         frames = self.ae.decode(z, ref).permute(0, 2, 3, 1).reshape(len(z), -1)
         return torch.cat([frames, proprio], dim=1)
 
-    def _latent_state(self, z: Tensor, z_prev: Tensor, proprio: Tensor) -> Tensor:
-        return torch.cat([z, z_prev, proprio], dim=1)
+    def _latent_state(self, z: Tensor, z_prev: Tensor, x: Tensor) -> Tensor:
+        return torch.cat([z, z_prev, x], dim=1)
+
+    def _extra_of(self, obs: Tensor) -> Tensor:
+        """``x`` of observations: their proprioception, and with ``objects`` the positions the reader sees."""
+        proprio = obs[:, -PROPRIO:]
+        if not self.cfg.objects:
+            return proprio
+        return torch.cat([proprio, self.reader.read(obs_to_frames(obs, self.size))], 1)
+
+    def episode_extra(self, episode) -> Tensor:
+        """``x`` along a recorded episode ``[T+1, extra]``: its proprioception, and with ``objects`` the
+        simulator's object and goal positions (refused, naming the fix, where the file has none)."""
+        states = torch.from_numpy(episode.states).float()
+        if not self.cfg.objects:
+            return states
+        if episode.objects is None:
+            raise ReverieError(f"world_model.objects=true: episode seed {episode.seed} has no privileged/objects "
+                               "(datasets made before they were recorded); make the dataset again")
+        return torch.cat([states, torch.from_numpy(episode.objects).float()], 1)
+
+    def objects_success(self, x: Tensor) -> Tensor:
+        """Success probability ``[N]`` from ``x`` = proprioception, object and goal positions."""
+        return torch.sigmoid(self.object_success(self.object_input_norm(x))).squeeze(1)
 
     # ---------------------------------------------------------------- contract
     def init_state(self, start: Tensor, generator: torch.Generator | None = None, member: Tensor | None = None,
@@ -222,7 +294,7 @@ class VideoWorldModel(WorldModel):
         first = obs_to_frames(start, self.size)           # the reference frame, and the judge's view of the scene
         z = self.encode_obs(start, first)
         z_prev = self.encode_obs(context, first) if context is not None else z
-        return {"latent": self._latent_state(z, z_prev, start[:, -PROPRIO:]), "member": member, "first": first}
+        return {"latent": self._latent_state(z, z_prev, self._extra_of(start)), "member": member, "first": first}
 
     @torch.no_grad()
     def step(self, state: dict, action: Tensor, *, generator: torch.Generator | None = None,
@@ -232,8 +304,9 @@ class VideoWorldModel(WorldModel):
         lat = state["latent"]
         _, out = self.dynamics.step({"obs": lat, "member": state["member"]}, action, generator=generator,
                                     deterministic=deterministic)
-        z_next, proprio = out.obs[:, :L], out.obs[:, 2 * L:]
-        next_lat = self._latent_state(z_next, lat[:, :L], proprio)        # the context slides by one frame
+        z_next, x = out.obs[:, :L], out.obs[:, 2 * L:]
+        proprio = x[:, :PROPRIO]
+        next_lat = self._latent_state(z_next, lat[:, :L], x)              # the context slides by one frame
         obs = self.decode_obs(z_next, proprio, state["first"])
         if self.cfg.uncertainty == "inverse_dynamics":
             uncertainty = self.action_error(lat[:, :L], z_next, action)
@@ -241,6 +314,8 @@ class VideoWorldModel(WorldModel):
             uncertainty = out.uncertainty
         if self.cfg.success_on == "judge":            # the frame shown, beside the episode's first
             success = self.judge.probability(state["first"], obs_to_frames(obs, self.size))
+        elif self.cfg.success_on == "objects":
+            success = self.objects_success(x)
         else:       # the head on the predicted latent, or on the latent of the frame it decodes to
             success = self.success_probability(self.encode_obs(obs, state["first"]) if self.cfg.success_on == "frame"
                                                else z_next, proprio)
@@ -271,7 +346,7 @@ class VideoWorldModel(WorldModel):
         L = self.cfg.latent
         ref = obs_to_frames(obs, self.size)                          # each row its own reference frame
         z = self.encode_obs(obs, ref)
-        mean, _ = self.dynamics.predict(self._latent_state(z, z, obs[:, -PROPRIO:]), act)
+        mean, _ = self.dynamics.predict(self._latent_state(z, z, self._extra_of(obs)), act)
         frames = torch.stack([self.decode_obs(m[:, :L], m[:, 2 * L:2 * L + PROPRIO], ref) for m in mean])
         out = torch.cat([frames, mean[..., -1:]], dim=-1)
         return out, torch.zeros_like(out)
@@ -372,14 +447,19 @@ class VideoWorldModel(WorldModel):
         self.latent_norm.fit(all_z)
         spread = self.latent_norm.std
 
+        xs = [self.episode_extra(e) for e in episodes]                      # proprioception (and objects)
+        # the object reader reads positions off a start frame, not exactly: the noised copy of the data moves
+        # them by as much as it moves the latents, in units of their spread
+        x_spread = torch.cat(xs).std(0).clamp_min(1e-6)
+        x_spread[:PROPRIO] = 0                                        # the proprioception is read exactly
         obs, act, nxt, rew = [], [], [], []
-        for e, z in zip(episodes, zs):
-            p = torch.from_numpy(e.states)
+        for e, z, p in zip(episodes, zs, xs):
             prev = torch.cat([z[:1], z[:-2]])                        # z_{t-1} for t = 0..T-1 (z_0 repeated)
             for copy in range(2):                                     # the clean data and one noised copy
                 noise = cfg.context_noise * spread * torch.randn(z[:-1].shape, generator=generator) if copy else 0
                 noise_prev = cfg.context_noise * spread * torch.randn(prev.shape, generator=generator) if copy else 0
-                obs.append(self._latent_state(z[:-1] + noise, prev + noise_prev, p[:-1]))
+                noise_x = cfg.context_noise * x_spread * torch.randn(p[:-1].shape, generator=generator) if copy else 0
+                obs.append(self._latent_state(z[:-1] + noise, prev + noise_prev, p[:-1] + noise_x))
                 nxt.append(self._latent_state(z[1:], z[:-1], p[1:]))
                 act.append(torch.from_numpy(e.actions))
                 rew.append(torch.from_numpy(e.rewards))
@@ -404,7 +484,46 @@ class VideoWorldModel(WorldModel):
         s_in = torch.cat([self.latent_norm(s_in[:, :cfg.latent]), s_in[:, cfg.latent:]], 1)
         suc_loss = self._train_head(self.success_head, s_in, s_lab[:, None],
                                     F.binary_cross_entropy_with_logits, generator)
-        return {**metrics, "inverse_dynamics_mse": inv_loss, "success_bce": suc_loss}
+        metrics.update({"inverse_dynamics_mse": inv_loss, "success_bce": suc_loss})
+        if cfg.objects:
+            metrics.update(self.fit_objects(episodes, xs, generator, progress))
+        return metrics
+
+    def fit_objects(self, episodes, xs: list[Tensor], generator: torch.Generator, progress=None) -> dict[str, float]:
+        """The object reader on real frames, and the success head on the proprioception and the positions, both on
+        80% of the episodes; returns the reader's mean error on the other episodes' start frames (metres, object
+        and goal) and the head's episode rates there (on the simulator's positions)."""
+        hold, train = split_episodes(list(range(len(episodes))), 0.2, generator)
+        frames = torch.cat([torch.from_numpy(episodes[i].images) for i in train])
+        targets = torch.cat([xs[i][:, PROPRIO:] for i in train])
+        self.reader.norm.fit(targets)
+        y = self.reader.norm(targets)
+        opt = torch.optim.Adam(self.reader.parameters(), lr=1e-3)
+        with torch.enable_grad():
+            for step in range(1, self.cfg.reader_steps + 1):
+                idx = torch.randint(len(frames), (64,), generator=generator)
+                loss = F.mse_loss(self.reader(chw(frames[idx])), y[idx])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                if progress and step % 500 == 0:
+                    progress("object reader", step, loss.item())
+        start_frames = chw(torch.cat([torch.from_numpy(episodes[i].images[:1]) for i in hold]))
+        miss = self.reader.read(start_frames) - torch.cat([xs[i][:1, PROPRIO:] for i in hold])
+
+        x_in = torch.cat([xs[i][1:] for i in train])
+        labels = torch.cat([torch.from_numpy(episodes[i].success).float() for i in train])
+        self.object_input_norm.fit(x_in)
+        bce = self._train_head(self.object_success, self.object_input_norm(x_in), labels[:, None],
+                               F.binary_cross_entropy_with_logits, generator)
+        with torch.no_grad():       # held-out episodes: a success where the head passes 0.5 at some step
+            said = np.array([bool((self.objects_success(xs[i][1:]) > 0.5).any()) for i in hold])
+        truth = np.array([bool(episodes[i].success.any()) for i in hold])
+        return {"reader_error_object_m": float(miss[:, :3].norm(dim=1).mean()),
+                "reader_error_goal_m": float(miss[:, 3:].norm(dim=1).mean()),
+                "objects_success_bce": bce,
+                "objects_success_tpr": float(said[truth].mean()) if truth.any() else float("nan"),
+                "objects_success_fpr": float(said[~truth].mean()) if (~truth).any() else float("nan")}
 
     def train_unrolled(self, episodes, steps: int, epochs: int, generator: torch.Generator, lr: float = 1e-4,
                        batch: int = 256, progress=None, latents: list[Tensor] | None = None) -> dict[str, float]:
@@ -423,7 +542,7 @@ class VideoWorldModel(WorldModel):
             T = len(e)
             if T < steps + 1:
                 continue
-            p = torch.from_numpy(e.states).float()
+            p = self.episode_extra(e)                                         # proprioception (and objects)
             a = torch.from_numpy(e.actions).float()
             prev = torch.cat([z[:1], z[:-1]])                                  # z_{t-1} (z_0 repeated)
             idx = torch.arange(0, T - steps + 1)                               # windows t .. t + steps
@@ -439,7 +558,7 @@ class VideoWorldModel(WorldModel):
         perm = torch.randperm(n, generator=generator)
         n_hold = max(1, n // 20)
         hold, train = perm[:n_hold], perm[n_hold:]
-        z_scale, p_scale = self.latent_norm.std, p_true.reshape(-1, PROPRIO).std(0).clamp_min(1e-6)
+        z_scale, p_scale = self.latent_norm.std, p_true.reshape(-1, self.extra).std(0).clamp_min(1e-6)
 
         def unrolled_error(rows: Tensor) -> Tensor:
             E = self.cfg.members

@@ -1,0 +1,37 @@
+"""Issue 7: the loop-ref video model with the objects' positions in its latent state.
+
+Over loop-ref's frame autoencoder and judge (``VideoWorldModel.over_encoder``), the latent dynamics, the object
+reader and the success head on positions (``objects=true, success_on=objects``) are fitted on the expert,
+medium, poor and misdirected episodes of TASKS (files remade with positions by ``add_objects.py``).
+
+Usage (repository root): [MAX_EPOCHS=60] python assets/reports/manipulation/draws/fit_objects.py MODEL OUT TASK ...
+"""
+import dataclasses
+import os
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+torch.set_num_threads(1)
+from envs.manipulation_data import make_manipulation, read_manipulation
+from worldmodels.registry import load_model
+
+base, out, tasks = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+root = Path.home() / ".cache/reverie"
+episodes = []
+for task in tasks:
+    for level, n, seed in (("expert", 50, 0), ("medium", 25, 1), ("poor", 25, 2), ("misdirected", 25, 3)):
+        episodes += read_manipulation(make_manipulation(f"metaworld-{task}", level, n, seed, root)[0]).episodes
+model = load_model(base).over_encoder(objects=True, success_on="objects", max_epochs=int(os.environ.get("MAX_EPOCHS", 60)))
+model.spec = dataclasses.replace(model.spec, task=",".join(f"metaworld-{t}" for t in sorted(tasks)))
+t0 = time.perf_counter()
+metrics = model.fit_latent(episodes, torch.Generator().manual_seed(0),
+                           progress=lambda stage, i, v: print(f"  {stage} {i}: {v:.4f}", flush=True))
+metrics["seconds"] = time.perf_counter() - t0
+out.parent.mkdir(parents=True, exist_ok=True)
+model.save(out)
+(out.parent / "metrics.json").write_text(json.dumps(metrics, indent=1))
+print(json.dumps({k: v for k, v in metrics.items() if "member" not in k}, indent=1))
