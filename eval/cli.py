@@ -70,6 +70,11 @@ class RunContext:
 
 
 # --------------------------------------------------------------------------- commands
+
+# what a video model's success signal is, in a report's words (``world_model.success_on``)
+SUCCESS_SIGNALS = {"judge": "frame judge", "latent": "success head", "frame": "success head on the shown frame",
+                   "objects": "success head on the predicted object and goal positions"}
+
 def _set_threads(cfg: DictConfig) -> None:
     import torch
     torch.set_num_threads(int(cfg.get("threads", 1)))
@@ -632,7 +637,7 @@ def _evaluate_video(cfg: DictConfig, ctx: RunContext) -> None:
     header = (f"Task {task.name}; video world model {path}; {len(seeds)} simulator resets (seeds {seeds[0]}.."
               f"{seeds[-1]}), {horizon} steps, policies acting deterministically, the model "
               f"{'sampled' if cfg.sample_model else 'at its mean'}; imagined success: the model's "
-              f"{'frame judge' if model.cfg.success_on == 'judge' else 'success head'} above 0.5 "
+              f"{SUCCESS_SIGNALS[model.cfg.success_on]} above 0.5 "
               + ("at some step" if result["hold"] == 1 else f"for {result['hold']} steps in a row") + (
                   f" before its {model.cfg.uncertainty.replace('_', '-')} uncertainty first passes the {quantile:g} "
                   f"quantile of what it shows on the dataset ({result['truncate_threshold']:.3g})"
