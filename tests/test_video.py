@@ -400,3 +400,28 @@ def test_objects_in_the_latent_state_are_read_from_the_start_frame_and_carry_suc
         obj.fit_latent([bare], g)
     with pytest.raises(ReverieError, match="success_on=objects needs world_model.objects=true"):
         model.over_encoder(success_on="objects")
+
+
+def test_imagined_proprioception_stays_in_the_box_the_data_fill(reach):
+    """MetaWorld clips the hand to its workspace; latent dynamics pushed by one action held for long may walk it
+    out. Imagined x (proprioception) is kept within a box: the data's per-dimension range, set at fit."""
+    ds, model, _ = reach
+    states = np.concatenate([e.states for e in ds.episodes])
+    torch.testing.assert_close(model.x_low, torch.from_numpy(states.min(0)))
+    torch.testing.assert_close(model.x_high, torch.from_numpy(states.max(0)))
+    e = ds.episodes[0]
+    start = frames_to_obs(e.images[:1], e.states[:1]).expand(2, -1)
+    push = torch.tensor([[1.0, 1.0, 1.0, 1.0], [-1.0, -1.0, -1.0, -1.0]])
+    fitted = model.x_low.clone(), model.x_high.clone()
+    low, high = start[0, -4:] - 0.01, start[0, -4:] + 0.01                 # a box the hand would soon leave
+    for bounded in (True, False):
+        model.x_low.copy_(low if bounded else torch.full((4,), -np.inf))
+        model.x_high.copy_(high if bounded else torch.full((4,), np.inf))
+        g = torch.Generator().manual_seed(0)
+        state, seen = model.init_state(start, g), []
+        for _ in range(50):
+            state, out = model.step(state, push, generator=g, deterministic=True)
+            seen.append(out.obs[:, -4:])
+        inside = ((torch.stack(seen) >= low) & (torch.stack(seen) <= high)).all()
+        assert inside if bounded else not inside
+    model.x_low.copy_(fitted[0]), model.x_high.copy_(fitted[1])

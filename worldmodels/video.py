@@ -225,6 +225,10 @@ class VideoWorldModel(WorldModel):
             self.object_success = _mlp(PROPRIO + OBJECT_DIM, 1)
             self.object_input_norm = Normalizer(PROPRIO + OBJECT_DIM)
         self.latent_norm = Normalizer(L)
+        # the box the data's x (proprioception, positions) fill: imagined x stays inside it (MetaWorld clips the
+        # hand to its workspace; a model left alone walks it out, where no head has seen anything)
+        self.register_buffer("x_low", torch.full((self.extra,), -math.inf))
+        self.register_buffer("x_high", torch.full((self.extra,), math.inf))
         self.register_buffer("elites", torch.arange(cfg.elites))
         self.register_buffer("holdout_mse", torch.full((cfg.members,), float("nan")))
 
@@ -304,7 +308,7 @@ class VideoWorldModel(WorldModel):
         lat = state["latent"]
         _, out = self.dynamics.step({"obs": lat, "member": state["member"]}, action, generator=generator,
                                     deterministic=deterministic)
-        z_next, x = out.obs[:, :L], out.obs[:, 2 * L:]
+        z_next, x = out.obs[:, :L], torch.maximum(torch.minimum(out.obs[:, 2 * L:], self.x_high), self.x_low)
         proprio = x[:, :PROPRIO]
         next_lat = self._latent_state(z_next, lat[:, :L], x)              # the context slides by one frame
         obs = self.decode_obs(z_next, proprio, state["first"])
@@ -448,6 +452,8 @@ class VideoWorldModel(WorldModel):
         spread = self.latent_norm.std
 
         xs = [self.episode_extra(e) for e in episodes]                      # proprioception (and objects)
+        self.x_low.copy_(torch.cat(xs).min(0).values)
+        self.x_high.copy_(torch.cat(xs).max(0).values)
         # the object reader reads positions off a start frame, not exactly: the noised copy of the data moves
         # them by as much as it moves the latents, in units of their spread
         x_spread = torch.cat(xs).std(0).clamp_min(1e-6)
@@ -615,6 +621,7 @@ class VideoWorldModel(WorldModel):
                 "reference": "mean"}               # and the decoder drew from the data's mean frame
 
     def may_lack(self, key: str) -> bool:
-        """Checkpoints from before the judge have none (a model that does not use it may load them), and judges
-        from before the hold was chosen at fit have none (they keep the one-frame verdict)."""
-        return (key.startswith("judge.") and self.cfg.success_on != "judge") or key == "judge.hold"
+        """Checkpoints from before the judge have none (a model that does not use it may load them), judges
+        from before the hold was chosen at fit have none (they keep the one-frame verdict), and models from
+        before the data's box have none (their imagined x is left unbounded)."""
+        return (key.startswith("judge.") and self.cfg.success_on != "judge") or key in ("judge.hold", "x_low", "x_high")

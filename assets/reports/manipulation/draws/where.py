@@ -1,0 +1,80 @@
+"""Where does an imagined episode go wrong? One policy, both sides, positions step by step.
+
+The policy runs from RESETS simulator resets (seed 20000 on) in MetaWorld and in a video model with the objects'
+positions in its latent state (``objects=true``), the model at its mean. Printed at a few steps, averaged over
+the resets: the hand's and the object's distance from the goal, real and imagined, how far the imagined hand
+and object are from the real ones, how often the hand is outside the box the model's data cover, and the
+success signal (real: MetaWorld's; imagined: the model's head; and the head on the real positions).
+
+Usage (repository root): python assets/reports/manipulation/draws/where.py TASK MODEL POLICY [RESETS]
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+torch.set_num_threads(1)
+from agents.vla_finetune import VLAEnginePolicy
+from envs.manipulation import PROPRIO_DIM, ManipulationEnv
+from eval.video_evaluate import load_vla_policies, reset_starts
+from worldmodels.registry import load_model
+from worldmodels.video import frames_to_obs
+
+task, model_path, policy_path = sys.argv[1:4]
+n = int(sys.argv[4]) if len(sys.argv) > 4 else 20
+H, checks = 150, (10, 25, 50, 75, 100, 150)
+model = load_model(Path(model_path))
+assert model.cfg.objects, "a model with objects=true"
+name, _, vla = load_vla_policies([policy_path])[0]
+seeds = list(range(20000, 20000 + n))
+frames0, states0, texts = reset_starts(f"metaworld-{task}", seeds, 64)
+
+# real side: the policy closed loop in MetaWorld, positions recorded
+env = ManipulationEnv(f"metaworld-{task}", 64, max_episode_steps=H)
+real_x, real_s = np.zeros((H, n, 10), np.float32), np.zeros((H, n), bool)
+for b, s in enumerate(seeds):
+    obs = env.reset(s)
+    vla.reset(seed=0)
+    for t in range(H):
+        a = vla.select_action({"image": torch.from_numpy(obs["image"])[None], "state": torch.from_numpy(obs["state"])[None],
+                               "instruction": [texts[b]]})[0].numpy()
+        obs, _, _, _, info = env.step(a)
+        real_x[t, b] = np.concatenate([obs["state"], env.objects()])
+        real_s[t, b] = info["success"]
+env.close()
+
+# imagined side
+L = model.cfg.latent
+g = torch.Generator().manual_seed(0)
+policy = VLAEnginePolicy(vla, texts, 64)
+policy.initial_state(n)
+obs = frames_to_obs(frames0, states0)
+state = model.init_state(obs, g)
+imag_x, imag_s = np.zeros((H, n, 10), np.float32), np.zeros((H, n))
+for t in range(H):
+    _, a = policy.act(None, obs, None, deterministic=True)
+    state, out = model.step(state, a, generator=g, deterministic=True)
+    obs = out.obs
+    imag_x[t] = state["latent"][:, 2 * L:].numpy()
+    imag_s[t] = out.success.numpy()
+with torch.no_grad():
+    head_real = model.objects_success(torch.from_numpy(real_x.reshape(-1, 10))).reshape(H, n).numpy()
+lo, hi = model.object_input_norm.mean - 3 * model.object_input_norm.std, \
+    model.object_input_norm.mean + 3 * model.object_input_norm.std        # the data's box, +-3 spreads
+
+def goal_dist(x, part):
+    return np.linalg.norm((x[..., :3] if part == "hand" else x[..., 4:7]) - x[..., 7:10], axis=-1)
+
+print(f"{task}, {name}, {n} resets from seed 20000, {H} steps, model {model_path} at its mean")
+print(" step | hand-goal real/imag | obj-goal real/imag | imag-real hand / obj | hand outside data box | "
+      "success real / head(real x) / imagined (any step so far)")
+for c in checks:
+    t = c - 1
+    out_box = ((imag_x[t, :, :3] < lo[:3].numpy()) | (imag_x[t, :, :3] > hi[:3].numpy())).any(1).mean()
+    print(f" {c:4d} | {goal_dist(real_x[t], 'hand').mean():.3f} / {goal_dist(imag_x[t], 'hand').mean():.3f} | "
+          f"{goal_dist(real_x[t], 'obj').mean():.3f} / {goal_dist(imag_x[t], 'obj').mean():.3f} | "
+          f"{np.linalg.norm(imag_x[t, :, :3] - real_x[t, :, :3], axis=1).mean():.3f} / "
+          f"{np.linalg.norm(imag_x[t, :, 4:7] - real_x[t, :, 4:7], axis=1).mean():.3f} | {out_box:4.0%} | "
+          f"{real_s[:c].any(0).mean():4.0%} / {(head_real[:c] > 0.5).any(0).mean():4.0%} / "
+          f"{(imag_s[:c] > 0.5).any(0).mean():4.0%}")
