@@ -4,7 +4,7 @@ Over loop-ref's frame autoencoder and judge (``VideoWorldModel.over_encoder``), 
 reader and the success head on positions (``objects=true, success_on=objects``) are fitted on the expert,
 medium, poor and misdirected episodes of TASKS (files remade with positions by ``add_objects.py``).
 
-Usage (repository root): [MAX_EPOCHS=60] python assets/reports/manipulation/draws/fit_objects.py MODEL OUT TASK ...
+Usage (repository root): [MAX_EPOCHS=60] [OBJECTS=1] python assets/reports/manipulation/draws/fit_objects.py MODEL OUT TASK ...
 """
 import dataclasses
 import os
@@ -25,7 +25,9 @@ episodes = []
 for task in tasks:
     for level, n, seed in (("expert", 50, 0), ("medium", 25, 1), ("poor", 25, 2), ("misdirected", 25, 3)):
         episodes += read_manipulation(make_manipulation(f"metaworld-{task}", level, n, seed, root)[0]).episodes
-model = load_model(base).over_encoder(objects=True, success_on="objects", max_epochs=int(os.environ.get("MAX_EPOCHS", 60)))
+objects = os.environ.get("OBJECTS", "1") == "1"          # OBJECTS=0: the same fit without positions (the ablation)
+model = load_model(base).over_encoder(objects=objects, success_on="objects" if objects else "judge",
+                                      max_epochs=int(os.environ.get("MAX_EPOCHS", 60)))
 model.spec = dataclasses.replace(model.spec, task=",".join(f"metaworld-{t}" for t in sorted(tasks)))
 t0 = time.perf_counter()
 metrics = model.fit_latent(episodes, torch.Generator().manual_seed(0),
