@@ -500,6 +500,7 @@ class VideoWorldModel(WorldModel):
         80% of the episodes; returns the reader's mean error on the other episodes' start frames (metres, object
         and goal) and the head's episode rates there (on the simulator's positions)."""
         hold, train = split_episodes(list(range(len(episodes))), 0.2, generator)
+        hold = hold or train                  # one episode: measured on what it trained on
         frames = torch.cat([torch.from_numpy(episodes[i].images) for i in train])
         targets = torch.cat([xs[i][:, PROPRIO:] for i in train])
         self.reader.norm.fit(targets)
