@@ -85,6 +85,9 @@ class VideoConfig:
                                         # privileged/objects) join the latent state: the dynamics predict them,
                                         # a reader infers them from the start frame
     reader_steps: int = 3000            # the object reader's updates (batches of 64 real frames)
+    object_mover: bool = False          # with objects: the object's change comes from a net that sees only what
+                                        # contact depends on (the hand relative to the object, the gripper, the
+                                        # action), not the goal or the frame; the goal stays where it is
     judge_steps: int = 3000             # the judge's updates (batches of 64, half of them successful frames)
     holdout_ratio: float = 0.1
 
@@ -224,6 +227,10 @@ class VideoWorldModel(WorldModel):
             self.reader = ObjectReader(self.size)
             self.object_success = _mlp(PROPRIO + OBJECT_DIM, 1)
             self.object_input_norm = Normalizer(PROPRIO + OBJECT_DIM)
+            if cfg.object_mover:
+                self.mover = _mlp(3 + 1 + act_dim, 3)
+                self.mover_in = Normalizer(3 + 1 + act_dim)
+                self.mover_out = Normalizer(3)
         self.latent_norm = Normalizer(L)
         # the box the data's x (proprioception, positions) fill: imagined x stays inside it (MetaWorld clips the
         # hand to its workspace; a model left alone walks it out, where no head has seen anything)
@@ -286,6 +293,24 @@ class VideoWorldModel(WorldModel):
                                "(datasets made before they were recorded); make the dataset again")
         return torch.cat([states, torch.from_numpy(episode.objects).float()], 1)
 
+    def mover_input(self, x: Tensor, action: Tensor) -> Tensor:
+        """What the object's motion may depend on: the hand relative to the object, the gripper, the action."""
+        return torch.cat([x[:, :3] - x[:, PROPRIO:PROPRIO + 3], x[:, 3:4], action], 1)
+
+    def object_move(self, x: Tensor, action: Tensor) -> Tensor:
+        """The object's predicted change of position ``[N, 3]`` (metres) for states ``x`` and actions."""
+        return self.mover_out.inverse(self.mover(self.mover_in(self.mover_input(x, action))))
+
+    def fit_mover(self, episodes, generator: torch.Generator) -> float:
+        """The object mover on real transitions; returns its final mean squared error (normalised)."""
+        xs = [self.episode_extra(e) for e in episodes]
+        inp = torch.cat([self.mover_input(x[:-1], torch.from_numpy(e.actions)) for e, x in zip(episodes, xs)])
+        out = torch.cat([x[1:, PROPRIO:PROPRIO + 3] - x[:-1, PROPRIO:PROPRIO + 3] for x in xs])
+        self.mover_in.fit(inp)
+        self.mover_out.fit(out)
+        with torch.enable_grad():
+            return self._train_head(self.mover, self.mover_in(inp), self.mover_out(out), F.mse_loss, generator)
+
     def objects_success(self, x: Tensor) -> Tensor:
         """Success probability ``[N]`` from ``x`` = proprioception, object and goal positions."""
         return torch.sigmoid(self.object_success(self.object_input_norm(x))).squeeze(1)
@@ -308,7 +333,12 @@ class VideoWorldModel(WorldModel):
         lat = state["latent"]
         _, out = self.dynamics.step({"obs": lat, "member": state["member"]}, action, generator=generator,
                                     deterministic=deterministic)
-        z_next, x = out.obs[:, :L], torch.maximum(torch.minimum(out.obs[:, 2 * L:], self.x_high), self.x_low)
+        x = out.obs[:, 2 * L:]
+        if self.cfg.objects and self.cfg.object_mover:      # the object moves by contact; the goal stays
+            x_now = lat[:, 2 * L:]
+            obj = x_now[:, PROPRIO:PROPRIO + 3] + self.object_move(x_now, action)
+            x = torch.cat([x[:, :PROPRIO], obj, x_now[:, PROPRIO + 3:]], 1)
+        z_next, x = out.obs[:, :L], torch.maximum(torch.minimum(x, self.x_high), self.x_low)
         proprio = x[:, :PROPRIO]
         next_lat = self._latent_state(z_next, lat[:, :L], x)              # the context slides by one frame
         obs = self.decode_obs(z_next, proprio, state["first"])
@@ -493,6 +523,8 @@ class VideoWorldModel(WorldModel):
         metrics.update({"inverse_dynamics_mse": inv_loss, "success_bce": suc_loss})
         if cfg.objects:
             metrics.update(self.fit_objects(episodes, xs, generator, progress))
+        if cfg.objects and cfg.object_mover:
+            metrics["object_mover_mse"] = self.fit_mover(episodes, generator)
         return metrics
 
     def fit_objects(self, episodes, xs: list[Tensor], generator: torch.Generator, progress=None) -> dict[str, float]:
