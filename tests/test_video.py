@@ -425,3 +425,30 @@ def test_imagined_proprioception_stays_in_the_box_the_data_fill(reach):
         inside = ((torch.stack(seen) >= low) & (torch.stack(seen) <= high)).all()
         assert inside if bounded else not inside
     model.x_low.copy_(fitted[0]), model.x_high.copy_(fitted[1])
+
+
+def test_the_object_mover_moves_the_object_by_contact_alone_and_keeps_the_goal(reach):
+    """object_mover: the object's change comes from the hand relative to the object, the gripper and the action
+    only, so where the goal is cannot move it; the goal stays put; in reach the hand never touches the object
+    and the mover learns to leave it where it is."""
+    from envs.manipulation import OBJECT_DIM
+
+    ds, model, _ = reach
+    obj = model.over_encoder(objects=True, object_mover=True, success_on="objects", reader_steps=300, head_epochs=30)
+    metrics = obj.fit_latent(ds.episodes, torch.Generator().manual_seed(0))
+    assert np.isfinite(metrics["object_mover_mse"])
+    e = ds.episodes[0]
+    x = obj.episode_extra(e)[:5]
+    act = torch.from_numpy(e.actions[:5])
+    moved_goal = x.clone()
+    moved_goal[:, -3:] += 0.2
+    torch.testing.assert_close(obj.object_move(x, act), obj.object_move(moved_goal, act))
+    g = torch.Generator().manual_seed(0)
+    state = obj.init_state(frames_to_obs(e.images[:1], e.states[:1]), g)
+    start = state["latent"][:, -OBJECT_DIM:].clone()
+    for t in range(40):
+        state, _ = obj.step(state, torch.from_numpy(e.actions[t:t + 1]), generator=g, deterministic=True)
+    end = state["latent"][:, -OBJECT_DIM:]
+    box = obj.x_low[-3:], obj.x_high[-3:]                                     # the read goal, kept in the box
+    torch.testing.assert_close(end[:, 3:], torch.maximum(torch.minimum(start[:, 3:], box[1]), box[0]))
+    assert (end[:, :3] - start[:, :3]).norm() < 0.01                          # the untouched object, nearly
