@@ -68,6 +68,11 @@ class ManipulationDataset:
     def image_size(self) -> int:
         return int(self.attrs["image_size"])
 
+    @property
+    def has_objects(self) -> bool:
+        """Every episode records the objects' positions (files from before they were recorded do not)."""
+        return all(e.objects is not None for e in self.episodes)
+
 
 def _expert_actions(env: ManipulationEnv, seed: int) -> np.ndarray:
     """The scripted expert's actions in the scene of ``seed``, for the whole episode length (success ends nothing)."""
@@ -207,7 +212,7 @@ def make_manipulation(task: str, level: str, episodes: int, seed: int, cache_roo
     path = cache_root / "datasets" / f"{task}-{level}-{episodes}ep-{image_size}px-{camera}-seed{seed}.hdf5"
     if path.is_file() and not force:
         cached = read_manipulation(path)
-        if cached.attrs.get("scene_rules") == SCENE_RULES and all(e.objects is not None for e in cached.episodes):
+        if cached.attrs.get("scene_rules") == SCENE_RULES and cached.has_objects:
             return path, cached.attrs, True
     t0 = time.perf_counter()
     eps = collect_episodes(task, level, episodes, seed, image_size, camera, progress=progress)
@@ -232,7 +237,7 @@ def manipulation_info(ds: ManipulationDataset) -> dict:
             "success_rate": float(succeeded.mean()) if len(succeeded) else float("nan"),
             "episode_length_mean": float(lengths.mean()), "return_mean": float(returns.mean()),
             "return_std": float(returns.std()), "instructions": texts,
-            "objects": all(e.objects is not None for e in ds.episodes),
+            "objects": ds.has_objects,
             "action_min": float(min(e.actions.min() for e in ds.episodes)),
             "action_max": float(max(e.actions.max() for e in ds.episodes))}
 

@@ -301,9 +301,10 @@ class VideoWorldModel(WorldModel):
         """The object's predicted change of position ``[N, 3]`` (metres) for states ``x`` and actions."""
         return self.mover_out.inverse(self.mover(self.mover_in(self.mover_input(x, action))))
 
-    def fit_mover(self, episodes, generator: torch.Generator) -> float:
-        """The object mover on real transitions; returns its final mean squared error (normalised)."""
-        xs = [self.episode_extra(e) for e in episodes]
+    def fit_mover(self, episodes, generator: torch.Generator, xs: list[Tensor] | None = None) -> float:
+        """The object mover on real transitions (``xs``: their ``episode_extra``, if already at hand); returns its
+        final mean squared error (normalised)."""
+        xs = xs if xs is not None else [self.episode_extra(e) for e in episodes]
         inp = torch.cat([self.mover_input(x[:-1], torch.from_numpy(e.actions)) for e, x in zip(episodes, xs)])
         out = torch.cat([x[1:, PROPRIO:PROPRIO + 3] - x[:-1, PROPRIO:PROPRIO + 3] for x in xs])
         self.mover_in.fit(inp)
@@ -524,7 +525,7 @@ class VideoWorldModel(WorldModel):
         if cfg.objects:
             metrics.update(self.fit_objects(episodes, xs, generator, progress))
         if cfg.objects and cfg.object_mover:
-            metrics["object_mover_mse"] = self.fit_mover(episodes, generator)
+            metrics["object_mover_mse"] = self.fit_mover(episodes, generator, xs)
         return metrics
 
     def fit_objects(self, episodes, xs: list[Tensor], generator: torch.Generator, progress=None) -> dict[str, float]:
