@@ -6,15 +6,16 @@ Usage (repository root): python assets/reports/manipulation/draws/add_objects.py
 """
 import sys
 import time
-from pathlib import Path
 
+from envs.builtin import cache_dir
 from envs.manipulation_data import make_manipulation
+from loop_data import LOOP_LEVELS
 
-root = Path.home() / ".cache/reverie"
+root = cache_dir()
 tasks = sys.argv[1:] or ["reach", "push", "pick-place", "drawer-open", "drawer-close", "door-open", "window-open",
                          "button-press-topdown"]
 for task in tasks:
-    for level, episodes, seed in (("expert", 50, 0), ("medium", 25, 1), ("poor", 25, 2), ("misdirected", 25, 3)):
+    for level, episodes, seed in LOOP_LEVELS:
         t = time.perf_counter()
         path, attrs, cached = make_manipulation(f"metaworld-{task}", level, episodes, seed, root)
         print(f"{path.name}: {'up to date' if cached else 'made again'} ({time.perf_counter() - t:.0f} s)",

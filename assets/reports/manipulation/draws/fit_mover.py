@@ -11,18 +11,14 @@ from pathlib import Path
 import torch
 
 torch.set_num_threads(1)
-from envs.manipulation_data import make_manipulation, read_manipulation
+from loop_data import loop_episodes
 from worldmodels.registry import load_model
 
 base, out, tasks = load_model(Path(sys.argv[1])), Path(sys.argv[2]), sys.argv[3:]
 model = base.over_encoder(object_mover=True)
 missing, unexpected = model.load_state_dict(base.state_dict(), strict=False)
 assert all(k.startswith("mover") for k in missing) and not unexpected, (missing, unexpected)
-root = Path.home() / ".cache/reverie"
-episodes = []
-for task in tasks:
-    for level, n, seed in (("expert", 50, 0), ("medium", 25, 1), ("poor", 25, 2), ("misdirected", 25, 3)):
-        episodes += read_manipulation(make_manipulation(f"metaworld-{task}", level, n, seed, root)[0]).episodes
+episodes = [e for task in tasks for e in loop_episodes(f"metaworld-{task}")]
 t0 = time.perf_counter()
 mse = model.fit_mover(episodes, torch.Generator().manual_seed(0))
 out.parent.mkdir(parents=True, exist_ok=True)

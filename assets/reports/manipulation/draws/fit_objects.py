@@ -16,15 +16,11 @@ from pathlib import Path
 import torch
 
 torch.set_num_threads(1)
-from envs.manipulation_data import make_manipulation, read_manipulation
+from loop_data import loop_episodes
 from worldmodels.registry import load_model
 
 base, out, tasks = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
-root = Path.home() / ".cache/reverie"
-episodes = []
-for task in tasks:
-    for level, n, seed in (("expert", 50, 0), ("medium", 25, 1), ("poor", 25, 2), ("misdirected", 25, 3)):
-        episodes += read_manipulation(make_manipulation(f"metaworld-{task}", level, n, seed, root)[0]).episodes
+episodes = [e for task in tasks for e in loop_episodes(f"metaworld-{task}")]
 objects = os.environ.get("OBJECTS", "1") == "1"          # OBJECTS=0: the same fit without positions (the ablation)
 model = load_model(base).over_encoder(objects=objects, success_on="objects" if objects else "judge",
                                       max_epochs=int(os.environ.get("MAX_EPOCHS", 60)))

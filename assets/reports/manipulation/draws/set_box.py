@@ -8,17 +8,11 @@ from pathlib import Path
 
 import torch
 
-from envs.manipulation_data import make_manipulation, read_manipulation
+from loop_data import loop_episodes
 from worldmodels.registry import load_model
 
 model, out, tasks = load_model(Path(sys.argv[1])), Path(sys.argv[2]), sys.argv[3:]
-root = Path.home() / ".cache/reverie"
-xs = []
-for task in tasks:
-    for level, n, seed in (("expert", 50, 0), ("medium", 25, 1), ("poor", 25, 2), ("misdirected", 25, 3)):
-        xs += [model.episode_extra(e) for e in
-               read_manipulation(make_manipulation(f"metaworld-{task}", level, n, seed, root)[0]).episodes]
-x = torch.cat(xs)
+x = torch.cat([model.episode_extra(e) for task in tasks for e in loop_episodes(f"metaworld-{task}")])
 model.x_low.copy_(x.min(0).values)
 model.x_high.copy_(x.max(0).values)
 out.parent.mkdir(parents=True, exist_ok=True)
