@@ -5,7 +5,9 @@ per cell, through the joblib launcher (processes on this machine) or the Ray
 launcher (tasks on a local Ray or a cluster; ``launcher=ray``). A cell is one ``reverie train`` in its own
 process and its own directory, ``<out>/cells/<agent>/<dataset>/seed<S>``: a
 finished cell (``result.json``) is skipped, an unfinished one resumes from its
-checkpoint, so the grid can span sessions. ``collect`` then writes
+checkpoint, so the grid can span sessions. A ``ledger`` (a CSV kept outside ``out``, such as
+one committed beside the report) carries finished cells across machines whose ``out`` is lost: its
+cells are skipped, each cell that finishes is added to it. ``collect`` then writes
 ``results.csv`` (one row per finished cell) and ``results.md`` (normalized
 score mean ± std per agent and dataset, beside the dataset's behaviour score,
 with wall-clock and updates per second).
@@ -33,7 +35,7 @@ from envs.errors import ReverieError
 from eval import children
 
 COLUMNS = ["agent", "dataset", "source", "dataset_size", "seed", "steps", "normalized_score", "normalized_std",
-           "return_mean", "eval_episodes", "train_seconds", "updates_per_second", "command"]
+           "return_mean", "eval_episodes", "train_seconds", "updates_per_second", "command", "note"]
 
 
 def dataset_label(dataset: str) -> str:
@@ -45,10 +47,78 @@ def cell_dir(out: Path, agent: str, dataset: str, seed: int) -> Path:
     return out / "cells" / agent / dataset_label(dataset) / f"seed{seed}"
 
 
+def row_key(row: dict) -> tuple[str, str, int, int]:
+    """A finished cell's identity: agent, dataset, seed and budget."""
+    return str(row["agent"]), dataset_label(str(row["dataset"])), int(row["seed"]), int(row["steps"])
+
+
+def of_grid(row: dict, steps: int, size: int | None) -> bool:
+    """Whether a finished cell ran at this budget and, where a size is asked for, on that many transitions
+    (``size=None`` takes a dataset whole, whatever its size)."""
+    if int(row["steps"]) != int(steps):
+        return False
+    return size is None or row.get("dataset_size") not in (None, "") and int(row["dataset_size"]) == int(size)
+
+
+def read_ledger(path: Path | None) -> list[dict]:
+    """The rows of a ledger of finished cells; none where there is no ledger yet."""
+    if path is None or not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = {"agent", "dataset", "seed", "steps", "normalized_score"} - set(reader.fieldnames or [])
+        if missing:
+            raise ReverieError(f"{path}: not a bench ledger: no column(s) {', '.join(sorted(missing))}")
+        return [dict(r) for r in reader]
+
+
+def csv_text(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def merge_rows(*sources: list[dict]) -> list[dict]:
+    """Rows by cell; a later source's row replaces an earlier one's for the same cell."""
+    merged: dict[tuple, dict] = {}
+    for rows in sources:
+        for r in rows:
+            merged[(*row_key(r), str(r.get("dataset_size") or ""))] = {k: r.get(k) for k in COLUMNS}
+    return [merged[k] for k in sorted(merged)]
+
+
+@contextmanager
+def locked(path: Path):
+    """An exclusive lock on ``path`` (``<path>.lock`` beside it), waited for: one writer at a time."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f".{path.name}.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def record(ledger: Path, result: dict) -> None:
+    """Add (or replace) one finished cell's row in the ledger, atomically, one grid process at a time."""
+    with locked(ledger):
+        write_text(ledger, csv_text(merge_rows(read_ledger(ledger), [result])))
+
+
+def ledger_path(cfg: DictConfig, cwd: Path | None = None) -> Path | None:
+    if not cfg.get("ledger"):
+        return None
+    return ((cwd or Path.cwd()) / Path(str(cfg.ledger))).resolve()
+
+
 def unfinished(cfg: DictConfig) -> list[Path]:
     out = Path(cfg.out).resolve()
+    done = {row_key(r) for r in read_ledger(ledger_path(cfg)) if of_grid(r, cfg.steps, cfg.size)}
     return [cell_dir(out, a, d, s) for s in cfg.seeds for d in cfg.datasets for a in cfg.agents
-            if not (cell_dir(out, a, d, s) / "result.json").is_file()]
+            if not (cell_dir(out, a, d, s) / "result.json").is_file()
+            and (a, dataset_label(d), int(s), int(cfg.steps)) not in done]
 
 
 def cell_threads(cfg: DictConfig) -> int:
@@ -106,8 +176,12 @@ def cell(cfg: DictConfig) -> float | None:
     out = (cwd / Path(cfg.out)).resolve()
     agent, dataset, seed = cfg.cell.agent, cfg.cell.dataset, int(cfg.cell.seed)
     run_dir = cell_dir(out, agent, dataset, seed)
+    ledger = ledger_path(cfg, cwd)
     if (run_dir / "result.json").is_file():
         return json.loads((run_dir / "result.json").read_text())["normalized_score"]
+    for row in read_ledger(ledger):
+        if row_key(row) == (agent, dataset_label(dataset), seed, int(cfg.steps)) and of_grid(row, cfg.steps, cfg.size):
+            return float(row["normalized_score"])
     log_path = out / "logs" / f"{agent}-{dataset_label(dataset)}-seed{seed}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with cell_lock(run_dir) as mine:
@@ -119,7 +193,10 @@ def cell(cfg: DictConfig) -> float | None:
         print(f"cell {agent} {dataset} seed {seed} failed (exit {code}); see {log_path}",
               file=sys.stderr)
         return None
-    return json.loads((run_dir / "result.json").read_text())["normalized_score"]
+    result = json.loads((run_dir / "result.json").read_text())
+    if ledger is not None:
+        record(ledger, result)
+    return result["normalized_score"]
 
 
 def multirun_command(cfg: DictConfig, overrides: list[str]) -> list[str]:
@@ -181,18 +258,25 @@ def behaviour_scores(sources: dict[str, str], size: int | None) -> dict[str, flo
     return {name: dataset_info(load_source(src, size=size))["normalized_score"] for name, src in sources.items()}
 
 
-def collect(out: Path, size: int | None, budget: int, command: str) -> tuple[Path, Path, int]:
-    rows = []
+def collect(out: Path, size: int | None, budget: int, command: str,
+            ledger: Path | None = None) -> tuple[Path, Path, int]:
+    """The finished cells of ``out`` (and of ``ledger``, which gains ``out``'s) as ``results.csv``, and
+    those of this budget and dataset size as the tables of ``results.md``."""
+    found = []
     for result in sorted(out.glob("cells/*/*/seed*/result.json")):
-        if not result.parent.name.removeprefix("seed").isdigit():
-            continue
-        r = json.loads(result.read_text())
-        rows.append({k: r.get(k) for k in COLUMNS})
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS)
-    writer.writeheader()
-    writer.writerows(rows)
-    write_text(out / "results.csv", buf.getvalue())
+        if result.parent.name.removeprefix("seed").isdigit():
+            found.append(json.loads(result.read_text()))
+    if ledger is not None:
+        with locked(ledger):
+            everything = merge_rows(read_ledger(ledger), found)
+            write_text(ledger, csv_text(everything))
+    else:
+        everything = merge_rows(found)
+    write_text(out / "results.csv", csv_text(everything))
+    rows = [r for r in everything if of_grid(r, budget, size)]
+    for r in rows:
+        for k in ("normalized_score", "train_seconds", "updates_per_second"):
+            r[k] = float(r[k]) if r.get(k) not in (None, "") else float("nan")
 
     by_cell: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in rows:

@@ -415,7 +415,7 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
 def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
     from agents.registry import agent_class
     from eval import children
-    from eval.bench import collect, multirun_command, unfinished
+    from eval.bench import collect, ledger_path, multirun_command, unfinished
 
     for a in cfg.agents:
         agent_class(a)
@@ -434,8 +434,9 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
               "(finished cells are skipped)",
               flush=True)
         code = children.call(multirun_command(cfg, ctx.overrides))
-    csv_path, md_path, n = collect(out, cfg.size, cfg.steps, command)
-    print(f"{n} finished cells -> {csv_path}, {md_path}")
+    ledger = ledger_path(cfg)
+    csv_path, md_path, n = collect(out, cfg.size, cfg.steps, command, ledger)
+    print(f"{n} finished cells -> {csv_path}, {md_path}" + (f" (ledger {ledger})" if ledger else ""))
     left = unfinished(cfg)
     if left and not cfg.collect_only:
         print(f"{len(left)} cells of this grid are unfinished (their logs: {out / 'logs'}), e.g. {left[0]}",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +25,7 @@ def test_bench_runs_cells_writes_tables_and_skips_finished_cells(capsys, tmp_pat
     train = ",".join(f"'{o}'" for o in FAST[1:] + ["agent.hidden=[32,32]"] if not o.startswith("agent.hidden"))
     argv = ["bench", "agents=[td3bc,mopo,neubay]", "agent_overrides.neubay=['agent.rollout_length=40','agent.window=8']",
             f"datasets=['{data}']", "seeds=[0,1]", "size=null", "steps=30",
-            f"out={tmp_path / 'grid'}", f"train_overrides=[{train}]"]
+            f"out={tmp_path / 'grid'}", f"ledger={tmp_path / 'ledger.csv'}", f"train_overrides=[{train}]"]
     assert main(argv) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert "6 finished cells" in out
@@ -38,6 +40,11 @@ def test_bench_runs_cells_writes_tables_and_skips_finished_cells(capsys, tmp_pat
     stamp = (tmp_path / "grid" / "cells" / "mopo" / "hopper-tiny" / "seed0" / "result.json").stat().st_mtime
     assert main(argv) == 0
     assert (tmp_path / "grid" / "cells" / "mopo" / "hopper-tiny" / "seed0" / "result.json").stat().st_mtime == stamp
+    assert len(list(csv.DictReader(open(tmp_path / "grid" / "results.csv")))) == 6
+    # the grid folder lost (a new machine): the ledger still knows every cell, and nothing trains again
+    shutil.rmtree(tmp_path / "grid")
+    assert main(argv) == 0
+    assert not (tmp_path / "grid" / "cells").exists()
     assert len(list(csv.DictReader(open(tmp_path / "grid" / "results.csv")))) == 6
 
 
@@ -75,3 +82,44 @@ def test_killing_a_grid_ends_its_cells_too(tmp_path):
     else:
         os.kill(grandchild, signal.SIGKILL)
         pytest.fail("the grandchild outlived the killed grid")
+
+
+def test_a_ledger_keeps_finished_cells_when_the_grid_folder_is_lost(tmp_path):
+    from omegaconf import OmegaConf
+
+    from envs.errors import ReverieError
+    from eval.bench import collect, read_ledger, record, unfinished
+
+    data = small_dataset(tmp_path / "hopper-tiny.hdf5", n=600)
+    ledger = tmp_path / "ledger.csv"
+
+    def result(agent, seed, score, steps=30):
+        return {"agent": agent, "dataset": "hopper-tiny", "source": str(data), "dataset_size": None, "seed": seed,
+                "steps": steps, "normalized_score": score, "train_seconds": 60.0, "updates_per_second": 0.5,
+                "command": f"reverie train agent={agent}"}
+
+    record(ledger, result("mopo", 0, 10.0))
+    record(ledger, result("mopo", 0, 12.0))            # the same cell again replaces its row
+    record(ledger, result("td3bc", 0, 5.0, steps=99))  # another budget: not a cell of this grid
+    assert [(r["agent"], r["normalized_score"]) for r in read_ledger(ledger)] == [("mopo", "12.0"), ("td3bc", "5.0")]
+
+    cfg = OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "bench.yaml")
+    cfg.merge_with({"agents": ["mopo", "td3bc"], "datasets": [str(data)], "seeds": [0, 1], "size": None,
+                    "steps": 30, "out": str(tmp_path / "grid"), "ledger": str(ledger)})
+    left = sorted(str(p.relative_to(tmp_path / "grid")) for p in unfinished(cfg))
+    assert left == ["cells/mopo/hopper-tiny/seed1", "cells/td3bc/hopper-tiny/seed0", "cells/td3bc/hopper-tiny/seed1"]
+
+    # a cell finished in the grid folder joins the ledger; the tables read both, this budget only
+    done = tmp_path / "grid" / "cells" / "td3bc" / "hopper-tiny" / "seed1"
+    done.mkdir(parents=True)
+    (done / "result.json").write_text(json.dumps(result("td3bc", 1, 20.0)))
+    _, md, n = collect(tmp_path / "grid", None, 30, "reverie bench", ledger)
+    assert n == 2
+    assert len(read_ledger(ledger)) == 3
+    table = md.read_text()
+    assert "| hopper-tiny |" in table and "12.0 ± 0.0 (1)" in table and "20.0 ± 0.0 (1)" in table
+    assert "5.0" not in table.split("## Cells")[0].split("| hopper-tiny |")[1]
+
+    ledger.write_text("name,score\nx,1\n")
+    with pytest.raises(ReverieError, match=r"ledger.csv: not a bench ledger"):
+        unfinished(cfg)
