@@ -153,6 +153,12 @@ def write_manipulation(path: str | Path, episodes: list[Episode], attrs: dict) -
                     g.create_group("privileged").create_dataset("objects", data=e.objects)
 
 
+def plain_attrs(f: h5py.File) -> dict:
+    """A file's attributes as Python values (bytes decoded, numpy scalars unwrapped)."""
+    return {k: (v.decode() if isinstance(v, bytes) else v.item() if hasattr(v, "item") else v)
+            for k, v in f.attrs.items()}
+
+
 def read_manipulation(path: str | Path) -> ManipulationDataset:
     """Read and check a manipulation file; a damaged or foreign one is refused naming the field."""
     path = Path(path)
@@ -163,8 +169,7 @@ def read_manipulation(path: str | Path) -> ManipulationDataset:
     except OSError:
         raise ReverieError(f"{path}: not a readable HDF5 file") from None
     with f:
-        attrs = {k: (v.decode() if isinstance(v, bytes) else v.item() if hasattr(v, "item") else v)
-                 for k, v in f.attrs.items()}
+        attrs = plain_attrs(f)
         if attrs.get("format") != FORMAT:
             raise ReverieError(f"{path}: attribute 'format': expected '{FORMAT}'")
         S = int(attrs["image_size"])
@@ -204,6 +209,23 @@ def read_manipulation(path: str | Path) -> ManipulationDataset:
     return ManipulationDataset(episodes, attrs, str(path))
 
 
+def current_attrs(path: Path) -> dict | None:
+    """A cached file's attributes if it was made under today's scene rules with every episode's positions, else
+    None; from its attributes and its groups' keys alone, without reading the frames (a file that is no HDF5 at
+    all is not current either: it is made again). ``make_manipulation`` and its callers read it in full later."""
+    try:
+        with h5py.File(path, "r") as f:
+            attrs = plain_attrs(f)
+            if attrs.get("format") != FORMAT or attrs.get("scene_rules") != SCENE_RULES:
+                return None
+            names = [f"episode_{i}" for i in range(int(attrs.get("episodes", 0)))]
+            if not names or not all(n in f and "privileged/objects" in f[n] for n in names):
+                return None
+            return attrs
+    except OSError:
+        return None
+
+
 def make_manipulation(task: str, level: str, episodes: int, seed: int, cache_root: Path, image_size: int = 64,
                       camera: str = "corner", force: bool = False, progress=None) -> tuple[Path, dict, bool]:
     """The cached file for (task, level, episodes, seed, image size, camera), made if missing, and made again if
@@ -211,9 +233,9 @@ def make_manipulation(task: str, level: str, episodes: int, seed: int, cache_roo
     positions."""
     path = cache_root / "datasets" / f"{task}-{level}-{episodes}ep-{image_size}px-{camera}-seed{seed}.hdf5"
     if path.is_file() and not force:
-        cached = read_manipulation(path)
-        if cached.attrs.get("scene_rules") == SCENE_RULES and cached.has_objects:
-            return path, cached.attrs, True
+        attrs = current_attrs(path)
+        if attrs is not None:
+            return path, attrs, True
     t0 = time.perf_counter()
     eps = collect_episodes(task, level, episodes, seed, image_size, camera, progress=progress)
     seconds = time.perf_counter() - t0

@@ -135,3 +135,9 @@ def test_episodes_keep_the_objects_positions_and_a_stale_cache_file_is_made_agai
     assert read_manipulation(path).episodes[0].objects is None                  # still readable
     path, attrs, cached = make_manipulation("metaworld-push", "expert", 1, 0, tmp_path, image_size=32)
     assert not cached and read_manipulation(path).episodes[0].objects is not None
+    with h5py.File(path, "a") as f:             # current rules, but one episode without its positions
+        del f["episode_0/privileged"]
+    assert not make_manipulation("metaworld-push", "expert", 1, 0, tmp_path, image_size=32)[2]
+    path.write_bytes(b"not hdf5")               # a damaged cache file is made again, not fatal
+    path, attrs, cached = make_manipulation("metaworld-push", "expert", 1, 0, tmp_path, image_size=32)
+    assert not cached and read_manipulation(path).has_objects

@@ -400,6 +400,8 @@ def test_objects_in_the_latent_state_are_read_from_the_start_frame_and_carry_suc
         obj.fit_latent([bare], g)
     with pytest.raises(ReverieError, match="success_on=objects needs world_model.objects=true"):
         model.over_encoder(success_on="objects")
+    with pytest.raises(ReverieError, match="object_mover=true needs world_model.objects=true"):
+        model.over_encoder(object_mover=True)
 
 
 def test_imagined_proprioception_stays_in_the_box_the_data_fill(reach):

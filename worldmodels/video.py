@@ -99,6 +99,9 @@ class VideoConfig:
                                f"got '{self.success_on}'")
         if self.success_on == "objects" and not self.objects:
             raise ReverieError("world_model.success_on=objects needs world_model.objects=true")
+        if self.object_mover and not self.objects:
+            raise ReverieError("world_model.object_mover=true needs world_model.objects=true: it moves the "
+                               "objects' positions, which the latent state holds only then")
         if self.uncertainty not in ("disagreement", "inverse_dynamics"):
             raise ReverieError(f"world_model.uncertainty: expected disagreement or inverse_dynamics, "
                                f"got '{self.uncertainty}'")
