@@ -2,23 +2,23 @@
 # Issue 3's quality grid (and issue 4's NEUBAY comparison, which shares its folder), resumable across
 # machines: every finished cell is added to the committed ledger results.csv beside this script and is
 # skipped thereafter, even where runs/ is gone. A cell unfinished when the machine goes must start again
-# (its checkpoint lives in runs/), so the cheaper learners run first and a session starts the long ones early.
-#   bash assets/reports/bench/run.sh [STAGE...]      stages: cheap (default: all), conservative, ravl, neubay
+# (its checkpoint lives in runs/): a session starts the grid early. Stage 'seedN' runs TD3+BC, IQL, MOPO and
+# MOBILE on all six datasets for seed N, dataset by dataset (MOPO and MOBILE share the dataset's world model).
+#   bash assets/reports/bench/run.sh [STAGE...]      stages (default: all, in this order): seed0 seed1 seed2 ravl neubay
 # then commit assets/reports/bench/results.csv; `reverie bench ... collect_only=true` rebuilds the table.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 LEDGER=assets/reports/bench/results.csv
 DATASETS="[hopper-medium,hopper-medium-replay,halfcheetah-medium,halfcheetah-medium-replay,walker2d-medium,walker2d-medium-replay]"
 bench() { .venv/bin/reverie bench out=runs/bench/grid ledger=$LEDGER "$@" || true; }
-for stage in "${@:-cheap conservative ravl neubay}"; do
+for stage in "${@:-seed0 seed1 seed2 ravl neubay}"; do
   for s in $stage; do
     case $s in
-      cheap)        bench "agents=[td3bc,iql]" "datasets=$DATASETS" ;;
-      conservative) bench "agents=[mopo,mobile]" "datasets=$DATASETS" ;;
+      seed[0-9])    bench "agents=[td3bc,iql,mopo,mobile]" "datasets=$DATASETS" "seeds=[${s#seed}]" ;;
       ravl)         bench "agents=[ravl]" "datasets=$DATASETS" ;;
       neubay)       bench "agents=[neubay,mopo,mobile]" \
                       "datasets=[hopper-random,hopper-medium-replay,halfcheetah-random,halfcheetah-medium-replay,walker2d-random,walker2d-medium-replay]" ;;
-      *) echo "run.sh: unknown stage '$s' (expected cheap, conservative, ravl or neubay)" >&2; exit 2 ;;
+      *) echo "run.sh: unknown stage '$s' (expected seed0, seed1, seed2, ravl or neubay)" >&2; exit 2 ;;
     esac
   done
 done
