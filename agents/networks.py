@@ -15,13 +15,28 @@ import torch
 from torch import Tensor, nn
 
 
+def full_precision(x: Tensor):
+    """A block computed in float32 even inside a lower-precision autocast (``train.precision``)."""
+    return torch.autocast(x.device.type, enabled=False)
+
+
+class OutputLinear(nn.Linear):
+    """A network's last layer, always in float32: under ``train.precision=bfloat16`` the hidden layers'
+    matmuls run in bfloat16 (8 bits of mantissa), but a Q-value of 300 must still resolve a reward of
+    0.1, and a log-probability its tails. Its parameters are an ``nn.Linear``'s, so checkpoints are the same."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        with full_precision(x):
+            return super().forward(x.float())
+
+
 def mlp(in_dim: int, out_dim: int, hidden: tuple[int, ...] = (256, 256), act=nn.ReLU) -> nn.Sequential:
     layers: list[nn.Module] = []
     d = in_dim
     for h in hidden:
         layers += [nn.Linear(d, h), act()]
         d = h
-    layers.append(nn.Linear(d, out_dim))
+    layers.append(OutputLinear(d, out_dim))
     return nn.Sequential(*layers)
 
 
@@ -74,11 +89,10 @@ class EnsembleMLP(nn.Module):
         self.members = members
 
     def forward(self, x: Tensor) -> Tensor:
-        for i, layer in enumerate(self.layers):
-            x = layer(x)
-            if i < len(self.layers) - 1:
-                x = torch.relu(x)
-        return x
+        for layer in self.layers[:-1]:
+            x = torch.relu(layer(x))
+        with full_precision(x):          # the output layer in float32, as OutputLinear
+            return self.layers[-1](x.float())
 
 
 class TanhActor(nn.Module):

@@ -36,6 +36,9 @@ from worldmodels.rollout import ModelReplayBuffer, StartStates, UncertaintyThres
 CHECKPOINT_FORMAT = "reverie.train_checkpoint/1"
 
 
+PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
+
+
 @dataclass
 class TrainConfig:
     steps: int = 100_000            # gradient updates
@@ -53,6 +56,7 @@ class TrainConfig:
     log_every: int = 1_000
     seed: int = 0
     device: str = "cpu"             # where the learner, the model, the data and the generator live
+    precision: str = "float32"      # bfloat16: updates under autocast (hidden layers' matmuls; outputs stay float32)
 
     def validate(self) -> "TrainConfig":
         positive = ("steps", "batch_size", "rollout_length", "rollout_batch", "rollout_every", "model_retain",
@@ -64,6 +68,8 @@ class TrainConfig:
         if not 0.0 <= self.real_ratio <= 1.0:
             raise ReverieError(f"train.real_ratio: expected a value in [0, 1], got {self.real_ratio}")
         check_device(self.device)
+        if self.precision not in PRECISIONS:
+            raise ReverieError(f"train.precision: expected {' or '.join(PRECISIONS)}, got {self.precision!r}")
         if self.truncate_quantile is not None and not 0.0 < self.truncate_quantile <= 1.0:
             raise ReverieError(f"train.truncate_quantile: expected a value in (0, 1] or null, "
                                f"got {self.truncate_quantile}")
@@ -149,6 +155,11 @@ class Trainer:
                           if learner.uses_model and cfg.truncate_quantile is not None else None)
 
     # ---------------------------------------------------------------- pieces
+    def autocast(self):
+        """The update's arithmetic: float32, or ``train.precision``'s lower precision under autocast."""
+        dtype = PRECISIONS[self.cfg.precision]
+        return torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None)
+
     def make_buffer(self):
         cfg = self.cfg
         return ModelReplayBuffer(self.ds.obs_dim, self.ds.act_dim,
@@ -235,7 +246,8 @@ class Trainer:
         while self.step < min(cfg.steps, last):
             if self.buffer is not None and self.step % cfg.rollout_every == 0:
                 self.log(self.imagine(), self.step)
-            metrics = self.learner.update(self.batch(), self.generator)
+            with self.autocast():
+                metrics = self.learner.update(self.batch(), self.generator)
             self.step += 1
             if bar is not None:
                 bar.update(1)

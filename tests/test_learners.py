@@ -86,6 +86,38 @@ def test_update_metrics_and_actions_keep_the_contract(name, data):
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))
+def test_updates_under_bfloat16_keep_the_contract_and_float32_outputs(name, data):
+    """``train.precision=bfloat16``: the hidden layers' matmuls in bfloat16, every network's output
+    layer (Q-values, values, the actor's mean and log-std) in float32, the weights float32 throughout."""
+    from dataclasses import replace
+
+    from agents.networks import EnsembleMLP, OutputLinear
+
+    ds, model = data
+    trainer = trainer_for(make(name, ds, model), ds, replace(LOOP, precision="bfloat16"), model)
+    learner = trainer.learner
+    seen: dict[tuple, set] = {}
+    hooks = []
+    for net in (m for m in vars(learner).values() if isinstance(m, torch.nn.Module)):
+        for m in net.modules():
+            kind = "output" if isinstance(m, (OutputLinear, EnsembleMLP)) else "hidden" if type(m) is torch.nn.Linear \
+                else None
+            if kind:
+                hooks.append(m.register_forward_hook(lambda mod, i, out, kind=kind: seen.setdefault(
+                    (kind, "update" if torch.is_autocast_enabled("cpu") else "acting"), set()).add(out.dtype)))
+    summary = trainer.run(stop_after=25)
+    for h in hooks:
+        h.remove()
+    metrics = {k: v for k, v in summary.items() if k.startswith("last/")}
+    assert metrics and all(math.isfinite(v) for v in metrics.values())
+    assert seen[("hidden", "update")] == {torch.bfloat16} and seen[("output", "update")] == {torch.float32}, seen
+    assert all(dtypes == {torch.float32} for (_, when), dtypes in seen.items() if when == "acting"), seen
+    assert all(v.dtype == torch.float32 for v in learner.state_dict()["actor"].values() if v.is_floating_point())
+    with pytest.raises(Exception, match="train.precision: expected float32 or bfloat16, got 'half'"):
+        replace(LOOP, precision="half").validate()
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
 def test_stopped_and_resumed_training_is_bit_identical(name, data, tmp_path):
     ds, model = data
     straight = trainer_for(make(name, ds, model), ds, LOOP, model)
@@ -109,15 +141,17 @@ BANDIT_SETTINGS = {"ravl": {"eta": 0.1}, "td3bc": {"alpha": 10.0},
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(AGENTS))
-def test_each_learner_learns_the_bandit(name):
-    """From uniformly random behaviour, every learner must move most of the way to the best action."""
+@pytest.mark.parametrize("name, precision", [(n, "float32") for n in sorted(AGENTS)]
+                         + [(n, "bfloat16") for n in ("ravl", "mopo", "td3bc")])
+def test_each_learner_learns_the_bandit(name, precision):
+    """From uniformly random behaviour, every learner must move most of the way to the best action
+    (and RAVL, MOPO and TD3+BC just as well with bfloat16 updates)."""
     ds = bandit(4000)
     model = small_model(ds, epochs=30) if AGENTS[name][0].uses_model else None
     values = {"gamma": 0.0, **BANDIT_SETTINGS.get(name, {})}
     learner = make(name, ds, model, **values)
     cfg = TrainConfig(steps=3000, batch_size=128, rollout_length=1, rollout_batch=1000, rollout_every=250,
-                      model_retain=4, real_ratio=0.5, eval_every=10**6, checkpoint_every=10**6)
+                      model_retain=4, real_ratio=0.5, eval_every=10**6, checkpoint_every=10**6, precision=precision)
     trainer_for(learner, ds, cfg, model).run()
     obs = np.random.default_rng(1).standard_normal((2000, 3)).astype(np.float32)
     act = learner.act(torch.from_numpy(obs)).numpy()

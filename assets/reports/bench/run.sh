@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 LEDGER=assets/reports/bench/results.csv
 DATASETS="[hopper-medium,hopper-medium-replay,halfcheetah-medium,halfcheetah-medium-replay,walker2d-medium,walker2d-medium-replay]"
-bench() { .venv/bin/reverie bench out=runs/bench/grid ledger=$LEDGER "$@" || true; }
+JOBS=${JOBS:-2}     # cells side by side; JOBS=1 leaves a core to a second run.sh (e.g. the ravl stage)
+bench() { .venv/bin/reverie bench out=runs/bench/grid ledger=$LEDGER jobs=$JOBS "$@" || true; }
 for stage in "${@:-seed0 seed1 seed2 ravl neubay}"; do
   for s in $stage; do
     case $s in
