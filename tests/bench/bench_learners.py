@@ -7,7 +7,8 @@ MOPO and MOBILE update), RAVL (ten 3x256 critics and EDAC's diversity term, the 
 TD3+BC: each learner's update as it is, with the critic frozen in the actor's step
 (``agents.networks.frozen``), against the same update computing the critic's weight gradients there too
 (what it did before; the next ``zero_grad`` threw them away). The two run in alternating blocks, and the
-best block of each is kept, so a shared machine's noise falls on both alike.
+best block of each is kept, so a shared machine's noise falls on both alike. Then each learner's update
+in float32 against ``train.precision=bfloat16`` (autocast; output layers float32), alternating the same way.
 """
 
 from __future__ import annotations
@@ -68,6 +69,17 @@ def main() -> None:
                 best[mode] = max(best[mode], rate(agent, data, args.updates, g))
         agents.sac.frozen = agents.td3bc.frozen = frozen
         print(f"  {name:<28} {best['frozen']:>14.1f} {best['graded']:>15.1f} {best['frozen'] / best['graded']:>6.2f}x")
+    print(f"  {'learner':<28} {'float32':>14} {'bfloat16':>15} {'ratio':>7}")
+    for name, make in learners.items():
+        best = {"float32": 0.0, "bfloat16": 0.0}
+        agent = make()
+        rate(agent, data, 10, g)
+        for _ in range(args.rounds):
+            for mode in best:
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "bfloat16"):
+                    best[mode] = max(best[mode], rate(agent, data, args.updates, g))
+        print(f"  {name:<28} {best['float32']:>14.1f} {best['bfloat16']:>15.1f} "
+              f"{best['bfloat16'] / best['float32']:>6.2f}x")
 
 
 if __name__ == "__main__":
