@@ -113,12 +113,17 @@ def ledger_path(cfg: DictConfig, cwd: Path | None = None) -> Path | None:
     return ((cwd or Path.cwd()) / Path(str(cfg.ledger))).resolve()
 
 
+def ledger_row(cfg: DictConfig, rows: list[dict], agent: str, dataset: str, seed: int) -> dict | None:
+    """The ledger's row for this grid's cell (its budget and dataset size), if it has finished."""
+    key = (agent, dataset_label(dataset), int(seed), int(cfg.steps))
+    return next((r for r in rows if row_key(r) == key and of_grid(r, cfg.steps, cfg.size)), None)
+
+
 def unfinished(cfg: DictConfig) -> list[Path]:
     out = Path(cfg.out).resolve()
-    done = {row_key(r) for r in read_ledger(ledger_path(cfg)) if of_grid(r, cfg.steps, cfg.size)}
+    rows = read_ledger(ledger_path(cfg))
     return [cell_dir(out, a, d, s) for s in cfg.seeds for d in cfg.datasets for a in cfg.agents
-            if not (cell_dir(out, a, d, s) / "result.json").is_file()
-            and (a, dataset_label(d), int(s), int(cfg.steps)) not in done]
+            if not (cell_dir(out, a, d, s) / "result.json").is_file() and ledger_row(cfg, rows, a, d, s) is None]
 
 
 def cell_threads(cfg: DictConfig) -> int:
@@ -179,9 +184,9 @@ def cell(cfg: DictConfig) -> float | None:
     ledger = ledger_path(cfg, cwd)
     if (run_dir / "result.json").is_file():
         return json.loads((run_dir / "result.json").read_text())["normalized_score"]
-    for row in read_ledger(ledger):
-        if row_key(row) == (agent, dataset_label(dataset), seed, int(cfg.steps)) and of_grid(row, cfg.steps, cfg.size):
-            return float(row["normalized_score"])
+    row = ledger_row(cfg, read_ledger(ledger), agent, dataset, seed)
+    if row is not None:
+        return float(row["normalized_score"])
     log_path = out / "logs" / f"{agent}-{dataset_label(dataset)}-seed{seed}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with cell_lock(run_dir) as mine:
