@@ -4,6 +4,7 @@
 # skipped thereafter, even where runs/ is gone. A cell unfinished when the machine goes must start again
 # (its checkpoint lives in runs/): a session starts the grid early. Stage 'seedN' runs TD3+BC, IQL, MOPO and
 # MOBILE on all six datasets for seed N, dataset by dataset (MOPO and MOBILE share the dataset's world model).
+# Stage 'quick' runs only TD3+BC and IQL (about 20-40 min a cell), for the end of a session.
 #   bash assets/reports/bench/run.sh [STAGE...]      stages (default: all, in this order): seed0 seed1 seed2 ravl neubay
 # then commit assets/reports/bench/results.csv; `reverie bench ... collect_only=true` rebuilds the table.
 set -euo pipefail
@@ -16,10 +17,11 @@ for stage in "${@:-seed0 seed1 seed2 ravl neubay}"; do
   for s in $stage; do
     case $s in
       seed[0-9])    bench "agents=[td3bc,iql,mopo,mobile]" "datasets=$DATASETS" "seeds=[${s#seed}]" ;;
+      quick)        bench "agents=[td3bc,iql]" "datasets=$DATASETS" ;;
       ravl)         bench "agents=[ravl]" "datasets=$DATASETS" ;;
       neubay)       bench "agents=[neubay,mopo,mobile]" \
                       "datasets=[hopper-random,hopper-medium-replay,halfcheetah-random,halfcheetah-medium-replay,walker2d-random,walker2d-medium-replay]" ;;
-      *) echo "run.sh: unknown stage '$s' (expected seed0, seed1, seed2, ravl or neubay)" >&2; exit 2 ;;
+      *) echo "run.sh: unknown stage '$s' (expected seed0, seed1, seed2, quick, ravl or neubay)" >&2; exit 2 ;;
     esac
   done
 done
