@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from envs.errors import ReverieError
-from envs.manipulation_data import ManipulationDataset, collect_episodes
+from envs.manipulation_data import Episode, ManipulationDataset, collect_episodes
 from worldmodels.judge import HOLDS
 from worldmodels.registry import check_video_model, fit_video_model, load_model
 from worldmodels.rollout import StartStates, rollout
@@ -364,7 +364,6 @@ def test_objects_in_the_latent_state_are_read_from_the_start_frame_and_carry_suc
     """world_model.objects: the simulator's object and goal positions join the latent state (the dynamics predict
     them, a reader finds them in a start frame) and success_on=objects reads success from them."""
     from envs.manipulation import OBJECT_DIM
-    from envs.manipulation_data import Episode
 
     ds, model, _ = reach
     obj = model.over_encoder(objects=True, success_on="objects", reader_steps=300, head_epochs=300)
@@ -444,7 +443,8 @@ def test_the_object_mover_moves_the_object_by_contact_alone_and_keeps_the_goal(r
     act = torch.from_numpy(e.actions[:5])
     moved_goal = x.clone()
     moved_goal[:, -3:] += 0.2
-    torch.testing.assert_close(obj.object_move(x, act), obj.object_move(moved_goal, act))
+    hand = torch.zeros(5, 3)       # the free mover does not use the hand's change
+    torch.testing.assert_close(obj.object_move(x, act, hand), obj.object_move(moved_goal, act, hand))
     g = torch.Generator().manual_seed(0)
     state = obj.init_state(frames_to_obs(e.images[:1], e.states[:1]), g)
     start = state["latent"][:, -OBJECT_DIM:].clone()
@@ -454,3 +454,45 @@ def test_the_object_mover_moves_the_object_by_contact_alone_and_keeps_the_goal(r
     box = obj.x_low[-3:], obj.x_high[-3:]                                     # the read goal, kept in the box
     torch.testing.assert_close(end[:, 3:], torch.maximum(torch.minimum(start[:, 3:], box[1]), box[0]))
     assert (end[:, :3] - start[:, :3]).norm() < 0.01                          # the untouched object, nearly
+
+
+def test_the_carry_mover_keeps_an_untouched_object_still_and_carries_a_held_one(reach):
+    """mover=carry: the object's change is a gated share of the hand's. In reach, where the hand never touches
+    it, the object stays put (far closer than the free mover's centimetre); on episodes where a closed gripper
+    holds it, the object goes where the hand goes, a lift included."""
+    from envs.manipulation import OBJECT_DIM
+
+    ds, model, _ = reach
+    g = torch.Generator().manual_seed(0)
+    carry = model.over_encoder(objects=True, object_mover=True, mover="carry", success_on="objects",
+                               reader_steps=300, head_epochs=30)
+    assert np.isfinite(carry.fit_latent(ds.episodes, g)["object_mover_mse"])
+    e = ds.episodes[0]
+    state = carry.init_state(frames_to_obs(e.images[:1], e.states[:1]), g)
+    for t in range(40):
+        state, _ = carry.step(state, torch.from_numpy(e.actions[t:t + 1]), generator=g, deterministic=True)
+        if t == 0:          # where the first step put it: the read position, brought into the data's box
+            start = state["latent"][:, -OBJECT_DIM:].clone()
+    assert (state["latent"][:, -OBJECT_DIM:-3] - start[:, :3]).norm() < 1e-3
+
+    # held (gripper closed, the object at the hand) or not (gripper open, the object 30 cm away), hands wandering
+    rng = np.random.default_rng(0)
+    episodes, xs = [], []
+    for k in range(40):
+        T, held = 60, k % 2 == 0
+        hand = np.cumsum(rng.normal(0, 0.01, (T + 1, 3)), 0) + [0.0, 0.6, 0.1]
+        grip = np.full((T + 1, 1), 1.0 if held else -1.0)
+        obj = hand.copy() if held else np.broadcast_to(hand[0] + [0.3, 0.0, 0.0], hand.shape)
+        x = np.concatenate([hand, grip, obj, np.broadcast_to([0.1, 0.8, 0.2], (T + 1, 3))], 1).astype(np.float32)
+        actions = np.concatenate([np.diff(hand, axis=0) * 100, grip[1:]], 1).astype(np.float32)
+        episodes.append(Episode(None, x[:, :4], actions, np.zeros(T, np.float32), np.zeros(T, bool), "", k, x[:, 4:]))
+        xs.append(torch.from_numpy(x))
+    carry.fit_mover(episodes, g, xs)
+    lift = torch.tensor([[0.0, 0.0, 0.02]])
+    x_held, x_free = xs[0][:1], xs[1][:1]
+    a_held = torch.tensor([[0.0, 0.0, 2.0, 1.0]])
+    a_free = torch.tensor([[0.0, 0.0, 2.0, -1.0]])
+    torch.testing.assert_close(carry.object_move(x_held, a_held, lift), lift, atol=2e-3, rtol=0)
+    assert carry.object_move(x_free, a_free, lift).abs().max() < 2e-3
+    with pytest.raises(ReverieError, match="world_model.mover: expected free or carry, got 'drag'"):
+        model.over_encoder(objects=True, object_mover=True, mover="drag")

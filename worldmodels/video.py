@@ -55,6 +55,7 @@ from worldmodels.judge import (HOLDS, SuccessJudge, choose_hold, chw, first_fram
 
 CHECKPOINT_FORMAT = "reverie.video/1"
 PROPRIO = 4
+CARRY_MIN_MOVE = 1e-3      # metres: a step whose hand moved less along an axis says nothing of the object's share there
 
 
 @dataclass
@@ -88,6 +89,8 @@ class VideoConfig:
     object_mover: bool = False          # with objects: the object's change comes from a net that sees only what
                                         # contact depends on (the hand relative to the object, the gripper, the
                                         # action), not the goal or the frame; the goal stays where it is
+    mover: str = "free"                 # free: that net gives the object's change; carry: it gives a gate per axis
+                                        # and the object takes that share of the hand's own predicted change
     judge_steps: int = 3000             # the judge's updates (batches of 64, half of them successful frames)
     holdout_ratio: float = 0.1
 
@@ -99,6 +102,8 @@ class VideoConfig:
                                f"got '{self.success_on}'")
         if self.success_on == "objects" and not self.objects:
             raise ReverieError("world_model.success_on=objects needs world_model.objects=true")
+        if self.mover not in ("free", "carry"):
+            raise ReverieError(f"world_model.mover: expected free or carry, got '{self.mover}'")
         if self.object_mover and not self.objects:
             raise ReverieError("world_model.object_mover=true needs world_model.objects=true: it moves the "
                                "objects' positions, which the latent state holds only then")
@@ -180,6 +185,27 @@ def _mlp(i: int, o: int, h: int = 256) -> nn.Sequential:
     return nn.Sequential(nn.Linear(i, h), nn.SiLU(), nn.Linear(h, h), nn.SiLU(), nn.Linear(h, o))
 
 
+class CarryMover(nn.Module):
+    """The object's change as a share of the hand's: ``g * d_hand``, the gate ``g`` in [0, 1] per axis from what
+    contact depends on (normalised features). An object the hand does not hold or push cannot drift, however
+    long the rollout; a held one goes where the hand goes (a lift included), in step with the hand the dynamics
+    predict. The gate is fitted to the share each real step shows (``fit_mover``)."""
+
+    def __init__(self, features: int):
+        super().__init__()
+        self.gate = _mlp(features, 3)
+
+    def forward(self, features: Tensor, hand_change: Tensor) -> Tensor:
+        return torch.sigmoid(self.gate(features)) * hand_change
+
+
+def share_loss(logits: Tensor, share: Tensor) -> Tensor:
+    """Cross-entropy of the gate against the share of the hand's change the object took, over the axes where
+    the hand moved enough to tell (the others are NaN)."""
+    known = ~share.isnan()
+    return F.binary_cross_entropy_with_logits(logits[known], share[known])
+
+
 class ObjectReader(nn.Module):
     """A frame ``[N, 3, S, S]`` -> where the object and the goal are (``OBJECT_DIM``, in units of their spread over
     the data: ``norm``). Trained on real frames against the simulator's positions; an imagined episode reads its
@@ -231,7 +257,7 @@ class VideoWorldModel(WorldModel):
             self.object_success = _mlp(PROPRIO + OBJECT_DIM, 1)
             self.object_input_norm = Normalizer(PROPRIO + OBJECT_DIM)
             if cfg.object_mover:
-                self.mover = _mlp(3 + 1 + act_dim, 3)
+                self.mover = CarryMover(3 + 1 + act_dim) if cfg.mover == "carry" else _mlp(3 + 1 + act_dim, 3)
                 self.mover_in = Normalizer(3 + 1 + act_dim)
                 self.mover_out = Normalizer(3)
         self.latent_norm = Normalizer(L)
@@ -300,18 +326,30 @@ class VideoWorldModel(WorldModel):
         """What the object's motion may depend on: the hand relative to the object, the gripper, the action."""
         return torch.cat([x[:, :3] - x[:, PROPRIO:PROPRIO + 3], x[:, 3:4], action], 1)
 
-    def object_move(self, x: Tensor, action: Tensor) -> Tensor:
-        """The object's predicted change of position ``[N, 3]`` (metres) for states ``x`` and actions."""
-        return self.mover_out.inverse(self.mover(self.mover_in(self.mover_input(x, action))))
+    def object_move(self, x: Tensor, action: Tensor, hand_change: Tensor) -> Tensor:
+        """The object's predicted change of position ``[N, 3]`` (metres) for states ``x``, actions, and the hand's
+        change over the same step (what the carry mover shares out)."""
+        features = self.mover_in(self.mover_input(x, action))
+        if self.cfg.mover == "carry":
+            return self.mover(features, hand_change)
+        return self.mover_out.inverse(self.mover(features))
 
     def fit_mover(self, episodes, generator: torch.Generator, xs: list[Tensor] | None = None) -> float:
         """The object mover on real transitions (``xs``: their ``episode_extra``, if already at hand); returns its
-        final mean squared error (normalised)."""
+        final mean squared error, in units of the object's change (free), or of the hand's (carry)."""
         xs = xs if xs is not None else [self.episode_extra(e) for e in episodes]
         inp = torch.cat([self.mover_input(x[:-1], torch.from_numpy(e.actions)) for e, x in zip(episodes, xs)])
         out = torch.cat([x[1:, PROPRIO:PROPRIO + 3] - x[:-1, PROPRIO:PROPRIO + 3] for x in xs])
         self.mover_in.fit(inp)
         self.mover_out.fit(out)
+        if self.cfg.mover == "carry":       # the gate learns which share of the real hand's change the object took
+            hand = torch.cat([x[1:, :3] - x[:-1, :3] for x in xs])
+            moved = hand.abs() > CARRY_MIN_MOVE
+            share = torch.where(moved, (out / hand.where(moved, torch.ones_like(hand))).clamp(0, 1), float("nan"))
+            with torch.enable_grad():
+                self._train_head(self.mover.gate, self.mover_in(inp), share, share_loss, generator)
+            with torch.no_grad():
+                return float((self.mover(self.mover_in(inp), hand) - out).pow(2).mean() / hand.pow(2).mean())
         with torch.enable_grad():
             return self._train_head(self.mover, self.mover_in(inp), self.mover_out(out), F.mse_loss, generator)
 
@@ -337,12 +375,13 @@ class VideoWorldModel(WorldModel):
         lat = state["latent"]
         _, out = self.dynamics.step({"obs": lat, "member": state["member"]}, action, generator=generator,
                                     deterministic=deterministic)
-        x = out.obs[:, 2 * L:]
+        x = torch.maximum(torch.minimum(out.obs[:, 2 * L:], self.x_high), self.x_low)
         if self.cfg.objects and self.cfg.object_mover:      # the object moves by contact; the goal stays
             x_now = lat[:, 2 * L:]
-            obj = x_now[:, PROPRIO:PROPRIO + 3] + self.object_move(x_now, action)
+            obj = x_now[:, PROPRIO:PROPRIO + 3] + self.object_move(x_now, action, x[:, :3] - x_now[:, :3])
             x = torch.cat([x[:, :PROPRIO], obj, x_now[:, PROPRIO + 3:]], 1)
-        z_next, x = out.obs[:, :L], torch.maximum(torch.minimum(x, self.x_high), self.x_low)
+            x = torch.maximum(torch.minimum(x, self.x_high), self.x_low)
+        z_next = out.obs[:, :L]
         proprio = x[:, :PROPRIO]
         next_lat = self._latent_state(z_next, lat[:, :L], x)              # the context slides by one frame
         obs = self.decode_obs(z_next, proprio, state["first"])
