@@ -4,7 +4,9 @@ Over loop-ref's frame autoencoder and judge (``VideoWorldModel.over_encoder``), 
 reader and the success head on positions (``objects=true, success_on=objects``) are fitted on the expert,
 medium, poor and misdirected episodes of TASKS (files remade with positions by ``add_objects.py``).
 
-Usage (repository root): [MAX_EPOCHS=60] [OBJECTS=1] python assets/reports/manipulation/draws/fit_objects.py MODEL OUT TASK ...
+MOVER=free or MOVER=carry adds the object mover of that form (``object_mover=true, mover=...``).
+
+Usage (repository root): [MAX_EPOCHS=60] [OBJECTS=1] [MOVER=carry] python assets/reports/manipulation/draws/fit_objects.py MODEL OUT TASK ...
 """
 import dataclasses
 import os
@@ -22,8 +24,9 @@ from worldmodels.registry import load_model
 base, out, tasks = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
 episodes = [e for task in tasks for e in loop_episodes(f"metaworld-{task}")]
 objects = os.environ.get("OBJECTS", "1") == "1"          # OBJECTS=0: the same fit without positions (the ablation)
+mover = {"object_mover": True, "mover": os.environ["MOVER"]} if os.environ.get("MOVER") else {}
 model = load_model(base).over_encoder(objects=objects, success_on="objects" if objects else "judge",
-                                      max_epochs=int(os.environ.get("MAX_EPOCHS", 60)))
+                                      max_epochs=int(os.environ.get("MAX_EPOCHS", 60)), **mover)
 model.spec = dataclasses.replace(model.spec, task=",".join(f"metaworld-{t}" for t in sorted(tasks)))
 t0 = time.perf_counter()
 metrics = model.fit_latent(episodes, torch.Generator().manual_seed(0),
