@@ -34,8 +34,9 @@ from envs.atomic_io import write_text
 from envs.errors import ReverieError
 from eval import children
 
-COLUMNS = ["agent", "dataset", "source", "dataset_size", "seed", "steps", "normalized_score", "normalized_std",
-           "return_mean", "eval_episodes", "train_seconds", "updates_per_second", "command", "note"]
+COLUMNS = ["agent", "dataset", "source", "dataset_size", "dataset_fingerprint", "behaviour_score", "seed", "steps",
+           "normalized_score", "normalized_std", "return_mean", "eval_episodes", "train_seconds", "updates_per_second",
+           "command", "note"]
 
 
 def dataset_label(dataset: str) -> str:
@@ -289,7 +290,14 @@ def collect(out: Path, size: int | None, budget: int, command: str,
     datasets = sorted({r["dataset"] for r in rows})
     order = list(AGENTS)
     agents = sorted({r["agent"] for r in rows}, key=lambda a: order.index(a) if a in order else len(order))
-    behaviour = behaviour_scores({r["dataset"]: r.get("source") or r["dataset"] for r in rows}, size)
+    # each cell's own data's score where it recorded one (machines make their own copies), else this machine's
+    recorded = defaultdict(list)
+    for r in rows:
+        if r.get("behaviour_score") not in (None, ""):
+            recorded[r["dataset"]].append(float(r["behaviour_score"]))
+    behaviour = behaviour_scores({r["dataset"]: r.get("source") or r["dataset"] for r in rows
+                                  if r["dataset"] not in recorded}, size)
+    behaviour.update({d: float(np.mean(v)) for d, v in recorded.items()})
     if not rows:
         write_text(out / "results.md", "\n".join(["# Benchmark", "", "No finished cells yet.", "",
                                                   "## Cells started but unfinished", ""] + (started(out) or ["none"]))
@@ -298,7 +306,8 @@ def collect(out: Path, size: int | None, budget: int, command: str,
     lines = [f"# Benchmark: normalized score (D4RL reference), mean ± std over seeds", "",
              f"Budget: {budget:,} gradient updates per cell; built-in datasets of "
              f"{'their D4RL size' if size is None else f'{size:,} transitions'}; final score over each cell's "
-             "evaluation episodes. (n) = seeds finished.", "", f"Command: `{command}`", "",
+             "evaluation episodes. (n) = seeds finished. Behaviour: the normalized return of the data the cells "
+             "learned from (each machine makes its own copy of a built-in dataset; copies differ slightly).", "", f"Command: `{command}`", "",
              "| dataset | behaviour | " + " | ".join(agents) + " |",
              "|---|---:|" + "---:|" * len(agents)]
     for d in datasets:

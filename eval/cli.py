@@ -400,7 +400,13 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
             f"{final['normalized_score']:.1f} ± {final['normalized_std']:.1f} (return {final['return_mean']:.1f}, "
             f"{tcfg.final_eval_episodes} episodes)")
     torch.save(learner.state_dict(), run_dir / "learner.pt")
+    from envs.info import dataset_info
+    from worldmodels.registry import dataset_fingerprint
+
+    # a built-in dataset is made on each machine, and simulators differ in their last bits between CPUs: the
+    # result names the data it learned from and that data's own score
     result = {"agent": name, "dataset": ds.name, "source": str(cfg.dataset), "dataset_size": len(ds),
+              "dataset_fingerprint": dataset_fingerprint(ds), "behaviour_score": dataset_info(ds)["normalized_score"],
               "seed": cfg.seed,
               "steps": trainer.step, "train_seconds": summary["total_seconds"],
               "updates_per_second": trainer.step / summary["total_seconds"] if summary["total_seconds"] else 0.0,

@@ -52,6 +52,12 @@ def test_train_writes_result_checkpoint_and_tensorboard(capsys, tmp_path, hopper
     assert result["agent"] == "mopo" and result["steps"] == 120 and result["eval_episodes"] == 2
     assert result["dataset"] == "hopper-tiny" and "normalized_score" in result
     assert "reverie train agent=mopo" in result["command"]
+    from envs.info import dataset_info
+    from envs.sources import load_source
+    from worldmodels.registry import dataset_fingerprint
+    data = load_source(str(hopper_file))
+    assert result["dataset_fingerprint"] == dataset_fingerprint(data)          # which data it learned from
+    assert result["behaviour_score"] == dataset_info(data)["normalized_score"]
     for name in ("world_model.pt", "checkpoint.pt", "progress.json", "learner.pt", "config.yaml"):
         assert (tmp_path / "run" / name).is_file()
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
