@@ -375,12 +375,12 @@ class VideoWorldModel(WorldModel):
         lat = state["latent"]
         _, out = self.dynamics.step({"obs": lat, "member": state["member"]}, action, generator=generator,
                                     deterministic=deterministic)
-        x = torch.maximum(torch.minimum(out.obs[:, 2 * L:], self.x_high), self.x_low)
+        x = out.obs[:, 2 * L:].clamp(self.x_low, self.x_high)      # within the box the data fill
         if self.cfg.objects and self.cfg.object_mover:      # the object moves by contact; the goal stays
             x_now = lat[:, 2 * L:]
             obj = x_now[:, PROPRIO:PROPRIO + 3] + self.object_move(x_now, action, x[:, :3] - x_now[:, :3])
             x = torch.cat([x[:, :PROPRIO], obj, x_now[:, PROPRIO + 3:]], 1)
-            x = torch.maximum(torch.minimum(x, self.x_high), self.x_low)
+            x = x.clamp(self.x_low, self.x_high)
         z_next = out.obs[:, :L]
         proprio = x[:, :PROPRIO]
         next_lat = self._latent_state(z_next, lat[:, :L], x)              # the context slides by one frame
