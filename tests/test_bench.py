@@ -96,7 +96,7 @@ def test_a_ledger_keeps_finished_cells_when_the_grid_folder_is_lost(tmp_path):
     def result(agent, seed, score, steps=30):
         return {"agent": agent, "dataset": "hopper-tiny", "source": str(data), "dataset_size": None, "seed": seed,
                 "steps": steps, "normalized_score": score, "train_seconds": 60.0, "updates_per_second": 0.5,
-                "command": f"reverie train agent={agent}"}
+                "behaviour_score": 3.4 if agent == "td3bc" else "", "command": f"reverie train agent={agent}"}
 
     record(ledger, result("mopo", 0, 10.0))
     record(ledger, result("mopo", 0, 12.0))            # the same cell again replaces its row
@@ -117,7 +117,7 @@ def test_a_ledger_keeps_finished_cells_when_the_grid_folder_is_lost(tmp_path):
     assert n == 2
     assert len(read_ledger(ledger)) == 3
     table = md.read_text()
-    assert "| hopper-tiny |" in table and "12.0 ± 0.0 (1)" in table and "20.0 ± 0.0 (1)" in table
+    assert "| hopper-tiny | 3.4 |" in table and "12.0 ± 0.0 (1)" in table and "20.0 ± 0.0 (1)" in table
     assert "5.0" not in table.split("## Cells")[0].split("| hopper-tiny |")[1]
 
     ledger.write_text("name,score\nx,1\n")
