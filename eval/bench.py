@@ -61,6 +61,15 @@ def of_grid(row: dict, steps: int, size: int | None) -> bool:
     return size is None or row.get("dataset_size") not in (None, "") and int(row["dataset_size"]) == int(size)
 
 
+def ledger_columns(path: Path | None) -> list[str]:
+    """The columns to write: ours, then any others the file has (a newer Reverie's), which are kept."""
+    if path is None or not path.is_file():
+        return list(COLUMNS)
+    with open(path, newline="") as f:
+        header = next(csv.reader(f), [])
+    return [*COLUMNS, *(c for c in header if c not in COLUMNS)]
+
+
 def read_ledger(path: Path | None) -> list[dict]:
     """The rows of a ledger of finished cells; none where there is no ledger yet."""
     if path is None or not path.is_file():
@@ -73,20 +82,20 @@ def read_ledger(path: Path | None) -> list[dict]:
         return [dict(r) for r in reader]
 
 
-def csv_text(rows: list[dict]) -> str:
+def csv_text(rows: list[dict], columns: list[str] = COLUMNS) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue()
 
 
-def merge_rows(*sources: list[dict]) -> list[dict]:
+def merge_rows(*sources: list[dict], columns: list[str] = COLUMNS) -> list[dict]:
     """Rows by cell; a later source's row replaces an earlier one's for the same cell."""
     merged: dict[tuple, dict] = {}
     for rows in sources:
         for r in rows:
-            merged[(*row_key(r), str(r.get("dataset_size") or ""))] = {k: r.get(k) for k in COLUMNS}
+            merged[(*row_key(r), str(r.get("dataset_size") or ""))] = {k: r.get(k) for k in columns}
     return [merged[k] for k in sorted(merged)]
 
 
@@ -102,10 +111,19 @@ def locked(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def record(ledger: Path, result: dict) -> None:
-    """Add (or replace) one finished cell's row in the ledger, atomically, one grid process at a time."""
+def update_ledger(ledger: Path, new: list[dict]) -> list[dict]:
+    """Add (or replace) finished cells' rows in the ledger, atomically, one writer at a time, keeping
+    columns this version does not know; returns every row."""
     with locked(ledger):
-        write_text(ledger, csv_text(merge_rows(read_ledger(ledger), [result])))
+        columns = ledger_columns(ledger)
+        rows = merge_rows(read_ledger(ledger), new, columns=columns)
+        write_text(ledger, csv_text(rows, columns))
+    return rows
+
+
+def record(ledger: Path, result: dict) -> None:
+    """One finished cell's row into the ledger."""
+    update_ledger(ledger, [result])
 
 
 def ledger_path(cfg: DictConfig, cwd: Path | None = None) -> Path | None:
@@ -272,12 +290,7 @@ def collect(out: Path, size: int | None, budget: int, command: str,
     for result in sorted(out.glob("cells/*/*/seed*/result.json")):
         if result.parent.name.removeprefix("seed").isdigit():
             found.append(json.loads(result.read_text()))
-    if ledger is not None:
-        with locked(ledger):
-            everything = merge_rows(read_ledger(ledger), found)
-            write_text(ledger, csv_text(everything))
-    else:
-        everything = merge_rows(found)
+    everything = update_ledger(ledger, found) if ledger is not None else merge_rows(found)
     write_text(out / "results.csv", csv_text(everything))
     rows = [r for r in everything if of_grid(r, budget, size)]
     for r in rows:

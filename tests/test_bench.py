@@ -120,6 +120,12 @@ def test_a_ledger_keeps_finished_cells_when_the_grid_folder_is_lost(tmp_path):
     assert "| hopper-tiny | 3.4 |" in table and "12.0 ± 0.0 (1)" in table and "20.0 ± 0.0 (1)" in table
     assert "5.0" not in table.split("## Cells")[0].split("| hopper-tiny |")[1]
 
+    # a column this version does not know (a newer writer's) survives a record
+    text = ledger.read_text().splitlines()
+    ledger.write_text("\n".join([text[0] + ",gpu"] + [line + ",h200" for line in text[1:]]) + "\n")
+    record(ledger, result("iql", 0, 7.0))
+    assert {r["agent"]: r["gpu"] for r in read_ledger(ledger)} == {"mopo": "h200", "td3bc": "h200", "iql": ""}
+
     ledger.write_text("name,score\nx,1\n")
     with pytest.raises(ReverieError, match=r"ledger.csv: not a bench ledger"):
         unfinished(cfg)
