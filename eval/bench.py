@@ -91,11 +91,14 @@ def csv_text(rows: list[dict], columns: list[str] = COLUMNS) -> str:
 
 
 def merge_rows(*sources: list[dict], columns: list[str] = COLUMNS) -> list[dict]:
-    """Rows by cell; a later source's row replaces an earlier one's for the same cell."""
+    """Rows by cell; a later source's row replaces an earlier one's for the same cell, field by field where
+    it has a value (a result written before a column existed leaves what the ledger holds there)."""
     merged: dict[tuple, dict] = {}
     for rows in sources:
         for r in rows:
-            merged[(*row_key(r), str(r.get("dataset_size") or ""))] = {k: r.get(k) for k in columns}
+            key = (*row_key(r), str(r.get("dataset_size") or ""))
+            old = merged.get(key, {})
+            merged[key] = {k: r.get(k) if r.get(k) not in (None, "") else old.get(k) for k in columns}
     return [merged[k] for k in sorted(merged)]
 
 

@@ -96,12 +96,14 @@ def test_a_ledger_keeps_finished_cells_when_the_grid_folder_is_lost(tmp_path):
     def result(agent, seed, score, steps=30):
         return {"agent": agent, "dataset": "hopper-tiny", "source": str(data), "dataset_size": None, "seed": seed,
                 "steps": steps, "normalized_score": score, "train_seconds": 60.0, "updates_per_second": 0.5,
-                "behaviour_score": 3.4 if agent == "td3bc" else "", "command": f"reverie train agent={agent}"}
+                "behaviour_score": 3.4, "command": f"reverie train agent={agent}"}
 
     record(ledger, result("mopo", 0, 10.0))
-    record(ledger, result("mopo", 0, 12.0))            # the same cell again replaces its row
+    record(ledger, {**result("mopo", 0, 12.0), "behaviour_score": None})  # the same cell again replaces its
+    # row, but not a field the ledger holds and the new row leaves blank
     record(ledger, result("td3bc", 0, 5.0, steps=99))  # another budget: not a cell of this grid
-    assert [(r["agent"], r["normalized_score"]) for r in read_ledger(ledger)] == [("mopo", "12.0"), ("td3bc", "5.0")]
+    assert [(r["agent"], r["normalized_score"], r["behaviour_score"]) for r in read_ledger(ledger)] == [
+        ("mopo", "12.0", "3.4"), ("td3bc", "5.0", "3.4")]
 
     cfg = OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "bench.yaml")
     cfg.merge_with({"agents": ["mopo", "td3bc"], "datasets": [str(data)], "seeds": [0, 1], "size": None,
