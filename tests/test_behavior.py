@@ -59,7 +59,7 @@ def test_td3_learns_to_hop(tmp_path):
     with (tmp_path / "learn" / "evals.csv").open() as f:
         returns = {int(r["step"]): float(r["return_mean"]) for r in csv.DictReader(f)}
     untrained = returns[0]
-    # Seeded and deterministic on one machine type. From an untrained ~18 the agent
-    # first learns to stay up (~50), the start of hopping; a sign or target bug stays at ~18.
-    assert summary["best_return"] > 2.5 * untrained, returns
+    # Seeded and deterministic on one machine type only: from an untrained ~18 the agent first learns to
+    # stay up, reaching ~50 on one CPU and ~38 on another by 5,000 steps; a sign or target bug stays at ~18.
+    assert summary["best_return"] > 2.0 * untrained, returns
     assert np.mean([returns[4000], returns[5000]]) > 1.8 * untrained, returns

