@@ -342,16 +342,17 @@ class VideoWorldModel(WorldModel):
         out = torch.cat([x[1:, PROPRIO:PROPRIO + 3] - x[:-1, PROPRIO:PROPRIO + 3] for x in xs])
         self.mover_in.fit(inp)
         self.mover_out.fit(out)
+        features = self.mover_in(inp)
         if self.cfg.mover == "carry":       # the gate learns which share of the real hand's change the object took
             hand = torch.cat([x[1:, :3] - x[:-1, :3] for x in xs])
             moved = hand.abs() > CARRY_MIN_MOVE
             share = torch.where(moved, (out / hand.where(moved, torch.ones_like(hand))).clamp(0, 1), float("nan"))
             with torch.enable_grad():
-                self._train_head(self.mover.gate, self.mover_in(inp), share, share_loss, generator)
+                self._train_head(self.mover.gate, features, share, share_loss, generator)
             with torch.no_grad():
-                return float((self.mover(self.mover_in(inp), hand) - out).pow(2).mean() / hand.pow(2).mean())
+                return float((self.mover(features, hand) - out).pow(2).mean() / hand.pow(2).mean())
         with torch.enable_grad():
-            return self._train_head(self.mover, self.mover_in(inp), self.mover_out(out), F.mse_loss, generator)
+            return self._train_head(self.mover, features, self.mover_out(out), F.mse_loss, generator)
 
     def objects_success(self, x: Tensor) -> Tensor:
         """Success probability ``[N]`` from ``x`` = proprioception, object and goal positions."""
