@@ -117,6 +117,23 @@ def test_updates_under_bfloat16_keep_the_contract_and_float32_outputs(name, data
         replace(LOOP, precision="half").validate()
 
 
+def test_a_bfloat16_update_sees_each_optimiser_step_at_once(data):
+    """Inside one update a network is stepped and then used again (IQL's value net, then its Q target):
+    the lower-precision copy of its weights must be the stepped one, not one cached before the step."""
+    from dataclasses import replace
+
+    ds, model = data
+    trainer = trainer_for(make("iql", ds, model), ds, replace(LOOP, precision="bfloat16"), model)
+    value, x = trainer.learner.value, torch.randn(8, ds.obs_dim)
+    hidden = next(m for m in value.modules() if type(m) is torch.nn.Linear)     # cast to bfloat16 in the update
+    with trainer.autocast():
+        before = value(x)
+        with torch.no_grad():
+            hidden.weight.add_(0.5)
+        after = value(x)
+    assert before.dtype == torch.float32 and not torch.allclose(before, after)
+
+
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_stopped_and_resumed_training_is_bit_identical(name, data, tmp_path):
     ds, model = data

@@ -76,7 +76,8 @@ def main() -> None:
         rate(agent, data, 10, g)
         for _ in range(args.rounds):
             for mode in best:
-                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "bfloat16"):
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "bfloat16",
+                                    cache_enabled=False):
                     best[mode] = max(best[mode], rate(agent, data, args.updates, g))
         print(f"  {name:<28} {best['float32']:>14.1f} {best['bfloat16']:>15.1f} "
               f"{best['bfloat16'] / best['float32']:>6.2f}x")
