@@ -322,7 +322,7 @@ def collect(out: Path, size: int | None, budget: int, command: str,
     lines = [f"# Benchmark: normalized score (D4RL reference), mean ± std over seeds", "",
              f"Budget: {budget:,} gradient updates per cell; built-in datasets of "
              f"{'their D4RL size' if size is None else f'{size:,} transitions'}; final score over each cell's "
-             "evaluation episodes. (n) = seeds finished. Behaviour: the normalized return of the data the cells "
+             "evaluation episodes. (n) = seeds finished (one seed: no spread shown). Behaviour: the normalized return of the data the cells "
              "learned from (each machine makes its own copy of a built-in dataset; copies differ slightly).", "", f"Command: `{command}`", "",
              "| dataset | behaviour | " + " | ".join(agents) + " |",
              "|---|---:|" + "---:|" * len(agents)]
@@ -330,7 +330,8 @@ def collect(out: Path, size: int | None, budget: int, command: str,
         cells = []
         for a in agents:
             s = [r["normalized_score"] for r in by_cell.get((d, a), [])]
-            cells.append(f"{np.mean(s):.1f} ± {np.std(s):.1f} ({len(s)})" if s else "—")
+            cells.append("—" if not s else f"{s[0]:.1f} (1)" if len(s) == 1 else
+                         f"{np.mean(s):.1f} ± {np.std(s):.1f} ({len(s)})")
         lines.append(f"| {d} | {behaviour[d]:.1f} | " + " | ".join(cells) + " |")
     lines += ["", "| agent | cells | wall-clock per cell (min) | updates/s |", "|---|---:|---:|---:|"]
     for a in agents:

@@ -119,8 +119,10 @@ def test_a_ledger_keeps_finished_cells_when_the_grid_folder_is_lost(tmp_path):
     assert n == 2
     assert len(read_ledger(ledger)) == 3
     table = md.read_text()
-    assert "| hopper-tiny | 3.4 |" in table and "12.0 ± 0.0 (1)" in table and "20.0 ± 0.0 (1)" in table
+    assert "| hopper-tiny | 3.4 |" in table and "12.0 (1)" in table and "20.0 (1)" in table
     assert "5.0" not in table.split("## Cells")[0].split("| hopper-tiny |")[1]
+    record(ledger, result("mopo", 1, 14.0))                 # two seeds: their mean and spread
+    assert "13.0 ± 1.0 (2)" in collect(tmp_path / "grid", None, 30, "reverie bench", ledger)[1].read_text()
 
     # a column this version does not know (a newer writer's) survives a record
     text = ledger.read_text().splitlines()
