@@ -39,6 +39,16 @@ CHECKPOINT_FORMAT = "reverie.train_checkpoint/1"
 PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
 
 
+def update_precision(precision: str, device_type: str = "cpu"):
+    """An update's arithmetic: float32, or ``precision``'s lower precision under autocast.
+
+    Without autocast's cache of cast weights: an update steps one network and then uses it (IQL's value
+    net, then its Q target), and the cache, kept for the whole context, would serve the weights from
+    before the step (no slower without it here: RAVL, SAC and IQL updates within 3%)."""
+    dtype = PRECISIONS[precision]
+    return torch.autocast(device_type, dtype=dtype, enabled=dtype is not None, cache_enabled=False)
+
+
 @dataclass
 class TrainConfig:
     steps: int = 100_000            # gradient updates
@@ -156,13 +166,8 @@ class Trainer:
 
     # ---------------------------------------------------------------- pieces
     def autocast(self):
-        """The update's arithmetic: float32, or ``train.precision``'s lower precision under autocast.
-
-        Without autocast's cache of cast weights: an update steps one network and then uses it (IQL's value
-        net, then its Q target), and the cache, kept for the whole context, would serve the weights from
-        before the step (no slower without it here: RAVL, SAC and IQL updates within 3%)."""
-        dtype = PRECISIONS[self.cfg.precision]
-        return torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None, cache_enabled=False)
+        """The update's arithmetic, as ``train.precision`` says (``update_precision``)."""
+        return update_precision(self.cfg.precision, self.device.type)
 
     def make_buffer(self):
         cfg = self.cfg

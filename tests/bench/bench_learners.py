@@ -24,6 +24,7 @@ import agents.td3bc
 from agents.ravl import RAVL, RAVLConfig
 from agents.sac import SAC, SACConfig
 from agents.td3bc import TD3BC, TD3BCConfig
+from agents.training import update_precision
 
 OBS, ACT, BATCH = 11, 3, 256
 
@@ -76,8 +77,7 @@ def main() -> None:
         rate(agent, data, 10, g)
         for _ in range(args.rounds):
             for mode in best:
-                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "bfloat16",
-                                    cache_enabled=False):
+                with update_precision(mode):
                     best[mode] = max(best[mode], rate(agent, data, args.updates, g))
         print(f"  {name:<28} {best['float32']:>14.1f} {best['bfloat16']:>15.1f} "
               f"{best['bfloat16'] / best['float32']:>6.2f}x")

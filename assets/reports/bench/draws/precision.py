@@ -27,7 +27,7 @@ from omegaconf import OmegaConf
 
 from agents.registry import build_agent
 from agents.data import TransitionSampler
-from agents.training import LOOP_KEYS
+from agents.training import LOOP_KEYS, update_precision
 from envs.sources import load_source
 from worldmodels.registry import load_world_model
 
@@ -60,7 +60,7 @@ def main() -> None:
         act, _ = learner.actor(obs, generator=g)
 
     def penalty(seed: int, bf16: bool) -> torch.Tensor:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
+        with update_precision("bfloat16" if bf16 else "float32"):
             return learner.bellman_inconsistency(obs, act, torch.Generator().manual_seed(seed)).float()
 
     p32, p16, p32b = penalty(1, False), penalty(1, True), penalty(2, False)
@@ -82,7 +82,7 @@ def main() -> None:
     for _ in range(2):
         for mode in rates:
             t = time.perf_counter()
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mode == "bfloat16", cache_enabled=False):
+            with update_precision(mode):
                 for _ in range(args.updates):
                     learner.update(batch, g)
             rates[mode] = max(rates[mode], args.updates / (time.perf_counter() - t))
