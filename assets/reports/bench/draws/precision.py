@@ -28,6 +28,7 @@ from omegaconf import OmegaConf
 from agents.registry import build_agent
 from agents.data import TransitionSampler
 from agents.training import LOOP_KEYS, update_precision
+from eval.cli import _dataset_key, train_configs
 from envs.sources import load_source
 from worldmodels.registry import load_world_model
 
@@ -42,11 +43,11 @@ def main() -> None:
     cfg = OmegaConf.load(args.cell / "config.yaml")
     ds = load_source(cfg.dataset, size=cfg.size, seed=cfg.dataset_seed)
     model = load_world_model(args.cell / "world_model.pt", ds)
-    values = OmegaConf.to_container(cfg.agent, resolve=True)
-    name = values.pop("name")
-    tuned = (values.pop("tuned", None) or {}).get(ds.name, {})
-    values.update(tuned)
-    loop = {k: values.pop(k) for k in LOOP_KEYS if k in values}
+    overrides_file = args.cell / "overrides.yaml"
+    overrides = list(OmegaConf.load(overrides_file)) if overrides_file.is_file() else []
+    # The learner's values as the cell's own `reverie train` built them (per-dataset defaults, then its command line).
+    name, _, values, tcfg, _ = train_configs(cfg, overrides, _dataset_key(str(cfg.dataset)))
+    loop = {k: getattr(tcfg, k) for k in LOOP_KEYS}
     learner = build_agent(name, values, ds.obs_dim, ds.act_dim, model=model, sampler=TransitionSampler(ds), ds=ds)
     blob = torch.load(args.cell / "checkpoint.pt", map_location="cpu", weights_only=False)
     learner.load_state_dict(blob["learner"])
@@ -76,7 +77,7 @@ def main() -> None:
 
     batch = {"obs": obs[:256], "actions": act[:256], "rewards": torch.zeros(256),
              "next_obs": obs[:256], "terminated": torch.zeros(256, dtype=torch.bool),
-             "from_model": torch.arange(256) >= int(256 * loop.get("real_ratio", 0.05))}
+             "from_model": torch.arange(256) >= int(256 * loop["real_ratio"])}
     rates = {"float32": 0.0, "bfloat16": 0.0}
     state = learner.state_dict()
     for _ in range(2):
