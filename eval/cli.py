@@ -330,7 +330,7 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
 
     from agents.data import TransitionSampler
     from agents.registry import agent_class, build_agent
-    from agents.training import Trainer
+    from agents.training import Trainer, native_bfloat16
     from envs.atomic_io import write_json
     from envs.builtin import cache_dir
     from envs.sources import load_source
@@ -393,6 +393,12 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
     checkpoint = run_dir / "checkpoint.pt"
     if checkpoint.is_file():
         print(f"resuming {checkpoint}")
+    if tcfg.precision == "auto":
+        print(f"train.precision=auto: updates in {trainer.precision} on this machine")
+    elif tcfg.precision == "bfloat16" and not native_bfloat16(trainer.device.type):
+        print("warning: train.precision=bfloat16 on a machine without native bfloat16 (no AVX-512 or AMX): "
+              "autocast emulates it and updates run many times slower than float32; train.precision=auto "
+              "chooses per machine", file=sys.stderr)
     summary = trainer.run(checkpoint, progress=progress)
     final = trainer.final_evaluation()
     ctx.log({f"final/{k}": v for k, v in final.items()}, trainer.step)
@@ -411,7 +417,10 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
               "steps": trainer.step, "train_seconds": summary["total_seconds"],
               "updates_per_second": trainer.step / summary["total_seconds"] if summary["total_seconds"] else 0.0,
               "eval_episodes": tcfg.final_eval_episodes, **final, "evals": trainer.evals,
-              "command": "reverie train " + " ".join(ctx.overrides), "summary": line}
+              "precision": trainer.precision, "command": "reverie train " + " ".join(
+                  # the command that repeats this run anywhere: auto written out as what it chose here
+                  f"train.precision={trainer.precision}" if o == "train.precision=auto" else o
+                  for o in ctx.overrides), "summary": line}
     write_json(run_dir / "result.json", result)
     if not cfg.keep_checkpoint:
         checkpoint.unlink(missing_ok=True)   # the learner's weights stay in learner.pt; the buffer goes

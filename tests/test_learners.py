@@ -113,8 +113,37 @@ def test_updates_under_bfloat16_keep_the_contract_and_float32_outputs(name, data
     assert seen[("hidden", "update")] == {torch.bfloat16} and seen[("output", "update")] == {torch.float32}, seen
     assert all(dtypes == {torch.float32} for (_, when), dtypes in seen.items() if when == "acting"), seen
     assert all(v.dtype == torch.float32 for v in learner.state_dict()["actor"].values() if v.is_floating_point())
-    with pytest.raises(Exception, match="train.precision: expected float32 or bfloat16, got 'half'"):
+    with pytest.raises(Exception, match="train.precision: expected float32, bfloat16 or auto, got 'half'"):
         replace(LOOP, precision="half").validate()
+
+
+def test_auto_precision_is_bfloat16_only_where_the_machine_has_it_and_a_resumed_run_keeps_its_own(
+        data, monkeypatch, tmp_path):
+    """``train.precision=auto``: bfloat16 on a machine with bfloat16 kernels of its own, float32 where
+    autocast would emulate them (an AVX2-only CPU ran MOBILE's update 14x slower in bfloat16 than in
+    float32); a run resumed on the other kind of machine keeps the arithmetic it began with."""
+    from dataclasses import replace
+
+    import agents.training as training
+
+    ds, model = data
+    auto = replace(LOOP, precision="auto")
+    chosen = {}
+    for native in (True, False):
+        monkeypatch.setattr(training, "native_bfloat16", lambda device_type="cpu", native=native: native)
+        chosen[native] = trainer_for(make("td3bc", ds, model), ds, auto, model).precision
+    assert chosen == {True: "bfloat16", False: "float32"}
+    assert trainer_for(make("td3bc", ds, model), ds, replace(LOOP, precision="bfloat16"), model).precision == \
+        "bfloat16"                                          # an explicit choice stands on any machine
+
+    monkeypatch.setattr(training, "native_bfloat16", lambda device_type="cpu": True)
+    first = trainer_for(make("td3bc", ds, model), ds, auto, model)
+    first.run(stop_after=3)
+    first.save(tmp_path / "checkpoint.pt")
+    monkeypatch.setattr(training, "native_bfloat16", lambda device_type="cpu": False)
+    resumed = trainer_for(make("td3bc", ds, model), ds, auto, model)
+    resumed.load(tmp_path / "checkpoint.pt")
+    assert (resumed.step, resumed.precision) == (3, "bfloat16")
 
 
 def test_a_bfloat16_update_sees_each_optimiser_step_at_once(data):

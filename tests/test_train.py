@@ -46,12 +46,16 @@ def run(capsys, *argv):
 
 def test_train_writes_result_checkpoint_and_tensorboard(capsys, tmp_path, hopper_file):
     code, out, err = run(capsys, "train", "agent=mopo", f"dataset={hopper_file}", "train.steps=120", *FAST,
-                         f"run_dir={tmp_path / 'run'}")
+                         "train.precision=auto", f"run_dir={tmp_path / 'run'}")
     assert code == 0, err
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert result["agent"] == "mopo" and result["steps"] == 120 and result["eval_episodes"] == 2
     assert result["dataset"] == "hopper-tiny" and "normalized_score" in result
     assert "reverie train agent=mopo" in result["command"]
+    # the recorded command repeats the run on any machine: auto is written out as what it chose here
+    assert result["precision"] in ("float32", "bfloat16")
+    assert f"train.precision=auto: updates in {result['precision']} on this machine" in out
+    assert f"train.precision={result['precision']}" in result["command"] and "auto" not in result["command"]
     from envs.info import dataset_info
     from envs.sources import load_source
     from worldmodels.registry import dataset_fingerprint
@@ -67,7 +71,7 @@ def test_train_writes_result_checkpoint_and_tensorboard(capsys, tmp_path, hopper
         assert tag in tags, tag
     # a finished run_dir is not trained again
     code, out, _ = run(capsys, "train", "agent=mopo", f"dataset={hopper_file}", "train.steps=120", *FAST,
-                       f"run_dir={tmp_path / 'run'}")
+                       "train.precision=auto", f"run_dir={tmp_path / 'run'}")
     assert code == 0 and "has finished" in out
 
 

@@ -24,7 +24,7 @@ import agents.td3bc
 from agents.ravl import RAVL, RAVLConfig
 from agents.sac import SAC, SACConfig
 from agents.td3bc import TD3BC, TD3BCConfig
-from agents.training import update_precision
+from agents.training import native_bfloat16, update_precision
 
 OBS, ACT, BATCH = 11, 3, 256
 
@@ -70,6 +70,8 @@ def main() -> None:
                 best[mode] = max(best[mode], rate(agent, data, args.updates, g))
         agents.sac.frozen = agents.td3bc.frozen = frozen
         print(f"  {name:<28} {best['frozen']:>14.1f} {best['graded']:>15.1f} {best['frozen'] / best['graded']:>6.2f}x")
+    print(f"this CPU: {torch.backends.cpu.get_cpu_capability()}, native bfloat16: {native_bfloat16()} "
+          f"(train.precision=auto picks {'bfloat16' if native_bfloat16() else 'float32'})")
     print(f"  {'learner':<28} {'float32':>14} {'bfloat16':>15} {'ratio':>7}")
     for name, make in learners.items():
         best = {"float32": 0.0, "bfloat16": 0.0}
