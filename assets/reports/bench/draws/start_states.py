@@ -1,0 +1,92 @@
+"""Where does a grid cell's policy fail in the simulator: from the task's start states, or everywhere?
+
+    python assets/reports/bench/draws/start_states.py CELL [--resets 5] [--states 20] [--steps 200]
+
+CELL: a finished cell or train run (its ``config.yaml``, ``overrides.yaml``, ``learner.pt``,
+``world_model.pt``). From ``--resets`` simulator resets (the evaluation's seeds, 10000 on), the policy acts
+deterministically; each step prints the torso's height and angle in the simulator and in the world model
+(the model's own rollout from the same reset, a random member per step), with the model's reward, until every
+simulator episode has ended. Then from ``--states`` mid-episode dataset states (reset through qpos/qvel), how
+many of ``--steps`` steps the policy survives and its reward per step, beside the data's. Prints figures;
+writes nothing. For tasks whose first two observation entries are the torso's height and angle (hopper,
+walker2d).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import torch
+from omegaconf import OmegaConf
+
+from agents.data import TransitionSampler
+from agents.registry import build_agent
+from envs.simulator import SimulatorBatch
+from envs.sources import load_source
+from envs.tasks import get_task
+from eval.cli import _dataset_key, train_configs
+from worldmodels.registry import load_world_model
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cell", type=Path)
+    ap.add_argument("--resets", type=int, default=5)
+    ap.add_argument("--states", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=200)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    cfg = OmegaConf.load(args.cell / "config.yaml")
+    overrides = list(OmegaConf.load(args.cell / "overrides.yaml"))
+    name, _, values, _, _ = train_configs(cfg, overrides, _dataset_key(str(cfg.dataset)))
+    ds = load_source(cfg.dataset, size=cfg.size, seed=cfg.dataset_seed)
+    model = load_world_model(args.cell / "world_model.pt", ds)
+    learner = build_agent(name, values, ds.obs_dim, ds.act_dim, model=model, sampler=TransitionSampler(ds), ds=ds)
+    learner.load_state_dict(torch.load(args.cell / "learner.pt", weights_only=False))
+    task = get_task(ds.task)
+    print(f"{args.cell}: {name} on {ds.name} ({', '.join(f'{k}={v}' for k, v in values.items() if 'penalty' in k)})")
+
+    n = args.resets
+    sim = SimulatorBatch(task, n)
+    real = sim.reset(10_000 + np.arange(n))
+    imagined = torch.from_numpy(real).float()
+    alive, returns, g = np.ones(n, bool), np.zeros(n), torch.Generator().manual_seed(0)
+    fmt = lambda x: " ".join(f"{v:5.2f}" for v in np.asarray(x))   # noqa: E731
+    print(f"from {n} resets: step | simulator height, angle | model height, angle, reward")
+    for t in range(task.max_episode_steps):
+        act_real = learner.act(torch.from_numpy(real).float(), deterministic=True)
+        act_model = learner.act(imagined, deterministic=True)
+        mean, _ = model.predict(imagined, act_model)
+        nxt = mean[torch.randint(model.spec.members, (n,), generator=g), torch.arange(n)]
+        print(f"  {t:3d} | {fmt(real[:, 0])} | {fmt(real[:, 1])} || {fmt(imagined[:, 0])} | {fmt(imagined[:, 1])} "
+              f"| {fmt(nxt[:, -1])}")
+        real, rew, term, trunc = sim.step(act_real.numpy())
+        returns += rew * alive
+        alive &= ~(term | trunc)
+        imagined = nxt[:, :-1]
+        if not alive.any():
+            print(f"  every simulator episode has ended by step {t + 1}; returns {fmt(returns)}")
+            break
+    sim.close()
+
+    ends = np.asarray(ds.terminals | ds.timeouts, bool)
+    firsts = np.concatenate([[True], ends[:-1]])                   # an episode's first row follows an end
+    idx = np.random.default_rng(0).choice(np.flatnonzero(~(ends | firsts)), args.states, replace=False)
+    sim = SimulatorBatch(task, args.states)
+    obs = sim.reset_to(ds.qpos[idx], ds.qvel[idx])
+    alive, total, steps = np.ones(args.states, bool), 0.0, np.zeros(args.states, int)
+    for _ in range(args.steps):
+        obs, rew, term, trunc = sim.step(learner.act(torch.from_numpy(obs).float(), deterministic=True).numpy())
+        total += float((rew * alive).sum())
+        steps += alive
+        alive &= ~(term | trunc)
+    sim.close()
+    print(f"from {args.states} mid-episode dataset states, {args.steps} steps: survived {np.sort(steps).tolist()} "
+          f"(median {int(np.median(steps))}); reward per step {total / steps.sum():.2f} (the data's "
+          f"{float(ds.rewards.mean()):.2f})")
+
+
+if __name__ == "__main__":
+    main()
