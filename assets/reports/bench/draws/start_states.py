@@ -4,9 +4,9 @@
 
 CELL: a finished cell or train run (its ``config.yaml``, ``overrides.yaml``, ``learner.pt``,
 ``world_model.pt``). From ``--resets`` simulator resets (the evaluation's seeds, 10000 on), the policy acts
-deterministically; each step prints the torso's height and angle in the simulator and in the world model
-(the model's own rollout from the same reset, a random member per step), with the model's reward, until every
-simulator episode has ended. Then from ``--states`` mid-episode dataset states (reset through qpos/qvel), how
+deterministically; its first ``--show`` steps print the torso's height and angle in the simulator and in the world
+model (the model's own rollout from the same reset, a random member per step), with the model's reward; then
+each simulator episode's length and return. Then from ``--states`` mid-episode dataset states (reset through qpos/qvel), how
 many of ``--steps`` steps the policy survives and its reward per step, beside the data's. Prints figures;
 writes nothing. For tasks whose first two observation entries are the torso's height and angle (hopper,
 walker2d).
@@ -36,6 +36,7 @@ def main() -> None:
     ap.add_argument("--resets", type=int, default=5)
     ap.add_argument("--states", type=int, default=20)
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--show", type=int, default=10, help="steps printed from the resets")
     args = ap.parse_args()
     torch.set_num_threads(1)
     cfg = OmegaConf.load(args.cell / "config.yaml")
@@ -53,6 +54,7 @@ def main() -> None:
     real = sim.reset(10_000 + np.arange(n))
     imagined = torch.from_numpy(real).float()
     alive, returns, g = np.ones(n, bool), np.zeros(n), torch.Generator().manual_seed(0)
+    lengths = np.zeros(n, int)
     fmt = lambda x: " ".join(f"{v:5.2f}" for v in np.asarray(x))   # noqa: E731
     print(f"from {n} resets: step | simulator height, angle | model height, angle, reward")
     for t in range(task.max_episode_steps):
@@ -60,15 +62,17 @@ def main() -> None:
         act_model = learner.act(imagined, deterministic=True)
         mean, _ = model.predict(imagined, act_model)
         nxt = mean[torch.randint(model.spec.members, (n,), generator=g), torch.arange(n)]
-        print(f"  {t:3d} | {fmt(real[:, 0])} | {fmt(real[:, 1])} || {fmt(imagined[:, 0])} | {fmt(imagined[:, 1])} "
-              f"| {fmt(nxt[:, -1])}")
+        if t < args.show:
+            print(f"  {t:3d} | {fmt(real[:, 0])} | {fmt(real[:, 1])} || {fmt(imagined[:, 0])} | {fmt(imagined[:, 1])} "
+                  f"| {fmt(nxt[:, -1])}")
         real, rew, term, trunc = sim.step(act_real.numpy())
         returns += rew * alive
+        lengths += alive
         alive &= ~(term | trunc)
         imagined = nxt[:, :-1]
         if not alive.any():
-            print(f"  every simulator episode has ended by step {t + 1}; returns {fmt(returns)}")
             break
+    print(f"  simulator episodes: lengths {lengths.tolist()}, returns {fmt(returns)}")
     sim.close()
 
     ends = np.asarray(ds.terminals | ds.timeouts, bool)
