@@ -6,7 +6,8 @@
 # MOBILE on all six datasets for seed N, dataset by dataset (MOPO and MOBILE share the dataset's world model).
 # Stage 'quick' runs only TD3+BC and IQL (about 20-40 min a cell), for the end of a session.
 #   bash assets/reports/bench/run.sh [STAGE...]      stages (default: all, in this order): seed0 seed1 seed2 ravl neubay
-# then commit assets/reports/bench/results.csv; `reverie bench ... collect_only=true` rebuilds the table.
+# then commit assets/reports/bench/results.csv; `python assets/reports/bench/splice_tables.py` refreshes results.md's
+# tables from it (a `reverie bench ... collect_only=true` into a scratch folder), keeping its prose.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 LEDGER=assets/reports/bench/results.csv
