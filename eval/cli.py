@@ -393,13 +393,13 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
     checkpoint = run_dir / "checkpoint.pt"
     if checkpoint.is_file():
         print(f"resuming {checkpoint}")
-    if tcfg.precision == "auto":
-        print(f"train.precision=auto: updates in {trainer.precision} on this machine")
-    elif tcfg.precision == "bfloat16" and not native_bfloat16(trainer.device.type):
+    if tcfg.precision == "bfloat16" and not native_bfloat16(trainer.device.type):
         print("warning: train.precision=bfloat16 on a machine without native bfloat16 (no AVX-512 or AMX): "
               "autocast emulates it and updates run many times slower than float32; train.precision=auto "
               "chooses per machine", file=sys.stderr)
     summary = trainer.run(checkpoint, progress=progress)
+    if tcfg.precision == "auto":             # known once a resumed run has read the precision it began in
+        print(f"train.precision=auto: the updates ran in {trainer.precision}")
     final = trainer.final_evaluation()
     ctx.log({f"final/{k}": v for k, v in final.items()}, trainer.step)
     line = (f"{name} on {ds.name}, seed {cfg.seed}, {trainer.step:,} updates: normalized score "

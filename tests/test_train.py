@@ -54,7 +54,7 @@ def test_train_writes_result_checkpoint_and_tensorboard(capsys, tmp_path, hopper
     assert "reverie train agent=mopo" in result["command"]
     # the recorded command repeats the run on any machine: auto is written out as what it chose here
     assert result["precision"] in ("float32", "bfloat16")
-    assert f"train.precision=auto: updates in {result['precision']} on this machine" in out
+    assert f"train.precision=auto: the updates ran in {result['precision']}" in out
     assert f"train.precision={result['precision']}" in result["command"] and "auto" not in result["command"]
     from envs.info import dataset_info
     from envs.sources import load_source
