@@ -70,8 +70,9 @@ def main() -> None:
                 best[mode] = max(best[mode], rate(agent, data, args.updates, g))
         agents.sac.frozen = agents.td3bc.frozen = frozen
         print(f"  {name:<28} {best['frozen']:>14.1f} {best['graded']:>15.1f} {best['frozen'] / best['graded']:>6.2f}x")
-    print(f"this CPU: {torch.backends.cpu.get_cpu_capability()}, native bfloat16: {native_bfloat16()} "
-          f"(train.precision=auto picks {'bfloat16' if native_bfloat16() else 'float32'})")
+    native = native_bfloat16()
+    print(f"this CPU: {torch.backends.cpu.get_cpu_capability()}, native bfloat16: {native} "
+          f"(train.precision=auto picks {'bfloat16' if native else 'float32'})")
     print(f"  {'learner':<28} {'float32':>14} {'bfloat16':>15} {'ratio':>7}")
     for name, make in learners.items():
         best = {"float32": 0.0, "bfloat16": 0.0}

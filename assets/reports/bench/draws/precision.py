@@ -23,14 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from omegaconf import OmegaConf
 
-from agents.registry import build_agent
-from agents.data import TransitionSampler
 from agents.training import LOOP_KEYS, update_precision
-from eval.cli import _dataset_key, train_configs
-from envs.sources import load_source
-from worldmodels.registry import load_world_model
+from cells import load_cell
 
 
 def main() -> None:
@@ -40,15 +35,8 @@ def main() -> None:
     ap.add_argument("--updates", type=int, default=40)
     args = ap.parse_args()
     torch.set_num_threads(1)
-    cfg = OmegaConf.load(args.cell / "config.yaml")
-    ds = load_source(cfg.dataset, size=cfg.size, seed=cfg.dataset_seed)
-    model = load_world_model(args.cell / "world_model.pt", ds)
-    overrides_file = args.cell / "overrides.yaml"
-    overrides = list(OmegaConf.load(overrides_file)) if overrides_file.is_file() else []
-    # The learner's values as the cell's own `reverie train` built them (per-dataset defaults, then its command line).
-    name, _, values, tcfg, _ = train_configs(cfg, overrides, _dataset_key(str(cfg.dataset)))
+    name, values, tcfg, ds, model, learner = load_cell(args.cell)
     loop = {k: getattr(tcfg, k) for k in LOOP_KEYS}
-    learner = build_agent(name, values, ds.obs_dim, ds.act_dim, model=model, sampler=TransitionSampler(ds), ds=ds)
     blob = torch.load(args.cell / "checkpoint.pt", map_location="cpu", weights_only=False)
     learner.load_state_dict(blob["learner"])
     print(f"{args.cell}: {name} at {blob['step']:,} updates, {values.get('num_samples')} draws per member, "

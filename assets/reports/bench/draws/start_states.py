@@ -19,15 +19,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from omegaconf import OmegaConf
 
-from agents.data import TransitionSampler
-from agents.registry import build_agent
+from cells import load_cell
 from envs.simulator import SimulatorBatch
-from envs.sources import load_source
 from envs.tasks import get_task
-from eval.cli import _dataset_key, train_configs
-from worldmodels.registry import load_world_model
 
 
 def main() -> None:
@@ -39,12 +34,7 @@ def main() -> None:
     ap.add_argument("--show", type=int, default=10, help="steps printed from the resets")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    cfg = OmegaConf.load(args.cell / "config.yaml")
-    overrides = list(OmegaConf.load(args.cell / "overrides.yaml"))
-    name, _, values, _, _ = train_configs(cfg, overrides, _dataset_key(str(cfg.dataset)))
-    ds = load_source(cfg.dataset, size=cfg.size, seed=cfg.dataset_seed)
-    model = load_world_model(args.cell / "world_model.pt", ds)
-    learner = build_agent(name, values, ds.obs_dim, ds.act_dim, model=model, sampler=TransitionSampler(ds), ds=ds)
+    name, values, _, ds, model, learner = load_cell(args.cell)
     learner.load_state_dict(torch.load(args.cell / "learner.pt", weights_only=False))
     task = get_task(ds.task)
     print(f"{args.cell}: {name} on {ds.name} ({', '.join(f'{k}={v}' for k, v in values.items() if 'penalty' in k)})")
