@@ -335,7 +335,8 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
     from envs.builtin import cache_dir
     from envs.sources import load_source
     from envs.tasks import task_from_name
-    from worldmodels.registry import cached_world_model, fit_world_model, load_world_model, world_model_config
+    from worldmodels.registry import (cached_world_model, fit_took, fit_world_model, load_world_model,
+                                      world_model_config)
 
     _set_threads(cfg)
     if (ctx.run_dir / "result.json").is_file():
@@ -372,8 +373,8 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
                                                            checkpoint=run_dir / "world_model.fit-checkpoint.pt"), False
             model.save(saved)
             (run_dir / "world_model.fit-checkpoint.pt").unlink(missing_ok=True)
-            print(f"world model: {'reused from the cache' if reused else 'fitted'} in "
-                  f"{time.perf_counter() - t0:.0f} s; holdout MSE of the elites {metrics['holdout_mse_elites']:.4f}")
+            print(f"world model: {fit_took(reused, time.perf_counter() - t0, metrics)}; "
+                  f"holdout MSE of the elites {metrics['holdout_mse_elites']:.4f}")
             ctx.log({"model/holdout_mse_elites": metrics["holdout_mse_elites"],
                      "model/holdout_mse_mean": metrics["holdout_mse_mean"],
                      **{f"model/holdout_mse_member_{e}": model.holdout_mse[e].item()
@@ -467,7 +468,7 @@ def run_tune(cfg: DictConfig, ctx: RunContext) -> int:
     from eval import children
     from eval.tune import (OBJECTIVES, TRIAL_KEYS, collect, multirun_command, run_trial, search_space,
                             searched_keys)
-    from worldmodels.registry import cached_model_path, cached_world_model
+    from worldmodels.registry import cached_model_path, cached_world_model, fit_took
 
     _set_threads(cfg)
     agent_class(str(cfg.agent.name))
@@ -495,9 +496,9 @@ def run_tune(cfg: DictConfig, ctx: RunContext) -> int:
     wm.pop("checkpoint", None)
     t0 = time.perf_counter()
     print(f"held-out world model: {wm['name']} fitted on {ds.name} with seed {cfg.holdout.seed} ...", flush=True)
-    _, _, reused = cached_world_model(ds, wm, int(cfg.holdout.seed), cache_dir() / "world_models")
+    _, metrics, reused = cached_world_model(ds, wm, int(cfg.holdout.seed), cache_dir() / "world_models")
     holdout = cached_model_path(ds, wm, int(cfg.holdout.seed), cache_dir() / "world_models")
-    print(f"  {'reused' if reused else 'fitted'} in {time.perf_counter() - t0:.0f} s -> {holdout}", flush=True)
+    print(f"  {fit_took(reused, time.perf_counter() - t0, metrics)} -> {holdout}", flush=True)
     cfg.holdout.checkpoint = str(holdout)
     fixed = [o for o in ctx.overrides if o.startswith(TRIAL_KEYS)]
     print(f"default configuration at {cfg.steps:,} updates ...", flush=True)
@@ -528,7 +529,7 @@ def run_evaluate(cfg: DictConfig, ctx: RunContext) -> None:
     from envs.tasks import get_task
     from eval.evaluate import EvalConfig, evaluate, load_candidates, start_states
     from eval.report import write_report
-    from worldmodels.registry import cached_world_model, load_world_model
+    from worldmodels.registry import cached_world_model, fit_took, load_world_model
 
     _set_threads(cfg)
     if str(cfg.task.name).startswith("metaworld-"):
@@ -554,9 +555,9 @@ def run_evaluate(cfg: DictConfig, ctx: RunContext) -> None:
     else:
         t0 = time.perf_counter()
         print(f"fitting the world model on {ds.name} ({len(ds):,} transitions) ...", flush=True)
-        model, _, reused = cached_world_model(ds, wm, int(cfg.seed), cache_dir() / "world_models")
+        model, metrics, reused = cached_world_model(ds, wm, int(cfg.seed), cache_dir() / "world_models")
         described = f"{model.cfg.members}-member ensemble fitted on {ds.name}"
-        print(f"world model: {'reused from the cache' if reused else 'fitted'} in {time.perf_counter() - t0:.0f} s")
+        print(f"world model: {fit_took(reused, time.perf_counter() - t0, metrics)}")
     start = start_states(task, str(cfg.start), ecfg.rows, ecfg.seed, ds)
     print(f"evaluating {len(candidates)} policies from {len(start.obs)} {cfg.start} start states, "
           f"{ecfg.horizon} steps, in the simulator and in the model", flush=True)

@@ -95,7 +95,7 @@ def write_report(rows: list[dict], out: Path, header: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     from envs.builtin import cache_dir
     from envs.sources import load_source
-    from worldmodels.registry import cached_world_model, load_world_model
+    from worldmodels.registry import cached_world_model, fit_took, load_world_model
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", default="hopper-medium-replay")
@@ -122,9 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         values = {"name": "ensemble", "members": args.members, "elites": args.elites, "layer_norm": True,
                   "max_epochs": args.max_epochs}
-        model, _, reused = cached_world_model(ds, values, args.seed, cache_dir() / "world_models")
-        print(f"world model ({args.members} members, LayerNorm): {'cached' if reused else 'fitted'} in "
-              f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        model, metrics, reused = cached_world_model(ds, values, args.seed, cache_dir() / "world_models")
+        print(f"world model ({args.members} members, LayerNorm): {fit_took(reused, time.perf_counter() - t0, metrics)}",
+              file=sys.stderr)
     actor, _ = load_policy(load_zoo(ds.task).role(args.policy).path)
     rows = horizon_rows(model, ds, actor, tuple(int(h) for h in args.horizons.split(",")), args.rows, args.seed)
     command = "python -m eval.horizon_stability " + " ".join(argv if argv is not None else sys.argv[1:])

@@ -3,6 +3,9 @@ model in both of its modes (one step, and segments served step by step)."""
 
 from __future__ import annotations
 
+import fcntl
+import threading
+
 import pytest
 import torch
 
@@ -12,7 +15,7 @@ from envs.errors import ReverieError
 from envs.tasks import get_task
 from worldmodels.diffusion import DiffusionConfig, DiffusionWorldModel
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
-from worldmodels.registry import load_model
+from worldmodels.registry import cached_model_path, cached_world_model, fit_took, load_model
 from worldmodels.rollout import ActorPolicy, StartStates, UncertaintyThreshold, rollout
 
 MODELS = {
@@ -170,3 +173,25 @@ def test_mopo_judges_every_model_from_its_members(name, hopper, fitted):
     if not getattr(model, "has_aleatoric", True):     # no Gaussian std to take the aleatoric penalty from
         with pytest.raises(ReverieError, match="use agent.penalty=disagreement"):
             MOPO(11, 3, MOPOConfig(penalty="aleatoric"), model=model)
+
+
+def test_the_model_cache_reuses_a_fit_and_says_how_long_it_waited_for_another_runs(hopper, tmp_path):
+    """Two bench cells that need the same model: one fits it, the other waits on the cache entry's lock and then
+    reuses it; the wait is reported apart from the reuse, so a cell's log never counts another's fit as its own."""
+    values = {"name": "ensemble", "members": 3, "elites": 2, "hidden": [32, 32], "weight_decay": [1e-5] * 3,
+              "max_epochs": 2}
+    model, metrics, reused = cached_world_model(hopper, values, 0, tmp_path)
+    assert not reused and metrics["waited_s"] < 1
+    assert fit_took(reused, 30.0, metrics).startswith("fitted in 30 s")
+
+    path = cached_model_path(hopper, values, 0, tmp_path)
+    with open(path.with_suffix(".lock"), "w") as held:         # another run holds the entry for 1.5 s
+        fcntl.flock(held, fcntl.LOCK_EX)
+        threading.Timer(1.5, fcntl.flock, (held, fcntl.LOCK_UN)).start()
+        again, metrics, reused = cached_world_model(hopper, values, 0, tmp_path)
+    assert reused and metrics["waited_s"] >= 1.4
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, again.state_dict()[k]), k
+    line = fit_took(reused, metrics["waited_s"] + 2.0, metrics)
+    assert line.startswith("reused from the cache in 2 s after waiting") and "another run's fit" in line
+    assert cached_model_path(hopper, {**values, "max_epochs": 3}, 0, tmp_path) != path   # another config: another entry

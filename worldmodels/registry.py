@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import time
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -61,11 +62,13 @@ def load_model(path: str | Path, map_location: str | torch.device = "cpu"):
 
 @contextmanager
 def _locked(path: Path):
+    """Hold a cache entry's lock; yields the seconds spent waiting for another run that held it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_suffix(".lock"), "w") as fh:
+        t0 = time.perf_counter()
         fcntl.flock(fh, fcntl.LOCK_EX)   # two bench cells fitting the same model: one fits, one waits
         try:
-            yield
+            yield time.perf_counter() - t0
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
@@ -81,18 +84,28 @@ def cached_model_path(ds, values: dict, seed: int, cache_root: Path) -> Path:
 
 def cached_world_model(ds, values: dict, seed: int, cache_root: Path, progress=None,
                        device: str | torch.device = "cpu") -> tuple[WorldModel, dict, bool]:
-    """A model fitted to exactly this data, config and seed: from the cache, or fitted and cached."""
+    """A model fitted to exactly this data, config and seed: from the cache, or fitted and cached. The metrics
+    include ``waited_s``: how long this call waited for another run fitting the same model."""
     path = cached_model_path(ds, values, seed, cache_root)
-    with _locked(path):
+    with _locked(path) as waited:
         if path.is_file():
             model = load_model(path).to(device)
             return model, {"holdout_mse_mean": model.holdout_mse.mean().item(),
-                           "holdout_mse_elites": model.holdout_mse[model.elites].mean().item()}, True
+                           "holdout_mse_elites": model.holdout_mse[model.elites].mean().item(),
+                           "waited_s": waited}, True
         partial = path.with_name(path.stem + ".fit-checkpoint.pt")   # a fit cut short resumes from here
         model, metrics = fit_world_model(ds, values, seed, progress, device, checkpoint=partial)
         model.save(path)
         partial.unlink(missing_ok=True)
-        return model, metrics, False
+        return model, {**metrics, "waited_s": waited}, False
+
+
+def fit_took(reused: bool, seconds: float, metrics: dict) -> str:
+    """How a model came to hand: 'reused from the cache in 2 s', 'fitted in 2154 s', and the part of it spent
+    waiting for another run's fit of the same model, which is not this run's cost."""
+    waited = metrics.get("waited_s", 0.0)
+    line = f"{'reused from the cache' if reused else 'fitted'} in {seconds - waited:.0f} s"
+    return line + (f" after waiting {waited:.0f} s for another run's fit of it" if waited >= 1 else "")
 
 
 def load_world_model(path: str | Path, ds, device: str | torch.device = "cpu") -> WorldModel:
