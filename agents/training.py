@@ -78,6 +78,8 @@ class TrainConfig:
     rollout_every: int = 1000       # updates between rollout rounds
     model_retain: int = 5           # rollout rounds the model buffer holds
     truncate_quantile: float | None = None  # cut a row above this quantile of the model's dataset uncertainty
+    episode_start_share: float = 0.0        # share of each round's start states drawn from the data's episode
+                                            # starts (its reset states); the rest uniform over rows, as MBPO/MOPO
     eval_every: int = 10_000
     eval_episodes: int = 5
     final_eval_episodes: int = 10
@@ -95,8 +97,9 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ReverieError(f"train.{name}: expected a positive integer, got {value!r}")
-        if not 0.0 <= self.real_ratio <= 1.0:
-            raise ReverieError(f"train.real_ratio: expected a value in [0, 1], got {self.real_ratio}")
+        for name in ("real_ratio", "episode_start_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ReverieError(f"train.{name}: expected a value in [0, 1], got {getattr(self, name)}")
         check_device(self.device)
         if self.precision not in (*PRECISIONS, "auto"):
             raise ReverieError(f"train.precision: expected {', '.join(PRECISIONS)} or auto, got {self.precision!r}")
@@ -138,7 +141,8 @@ def acting_policy(learner):
 
 
 # Keys an agent's config may carry that belong to the training loop, not to the learner.
-LOOP_KEYS = ("rollout_length", "real_ratio", "rollout_batch", "rollout_every", "truncate_quantile")
+LOOP_KEYS = ("rollout_length", "real_ratio", "rollout_batch", "rollout_every", "truncate_quantile",
+             "episode_start_share")
 
 
 def run_episodes(task: str, policy, episodes: int, seed: int, device: str | torch.device = "cpu") -> np.ndarray:
@@ -176,6 +180,7 @@ class Trainer:
         self.log = log or (lambda metrics, step: None)
         self.device = torch.device(cfg.device)
         self.sampler = TransitionSampler(ds, self.device)
+        self.episode_starts = torch.from_numpy(ds.episode_starts()).to(self.device)
         self.generator = torch.Generator(self.device).manual_seed(cfg.seed)
         self.precision = resolve_precision(cfg.precision, self.device.type)   # a resumed run keeps its own
         self.step = 0
@@ -203,10 +208,22 @@ class Trainer:
             self.model, self.sampler.data["obs"][idx], self.sampler.data["actions"][idx], quantile,
             generator=torch.Generator(self.device).manual_seed(self.cfg.seed), held_members=held_members)
 
+    def start_rows(self) -> torch.Tensor:
+        """A rollout round's start rows: uniform over the dataset, but for ``episode_start_share`` of them drawn
+        from its episode starts. Uniform rows seldom include a reset state (0.25% of walker2d-medium's rows), so a
+        policy may never train on imagined steps from where every real episode begins (findings.md, walker2d)."""
+        cfg = self.cfg
+        n_first = int(round(cfg.rollout_batch * cfg.episode_start_share))
+        rows = torch.randint(0, self.sampler.size, (cfg.rollout_batch - n_first,), generator=self.generator,
+                             device=self.device)
+        if n_first == 0:
+            return rows
+        pick = torch.randint(0, len(self.episode_starts), (n_first,), generator=self.generator, device=self.device)
+        return torch.cat([self.episode_starts[pick], rows])
+
     def imagine(self) -> dict[str, float]:
         cfg = self.cfg
-        start = torch.randint(0, self.sampler.size, (cfg.rollout_batch,), generator=self.generator,
-                              device=self.device)
+        start = self.start_rows()
         ro = rollout(self.model, LearnerPolicy(self.learner), StartStates(self.sampler.data["obs"][start]),
                      cfg.rollout_length, self.generator, truncate=self.threshold,
                      judge=getattr(self.learner, "judge", None))

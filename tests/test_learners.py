@@ -17,6 +17,7 @@ import torch
 from agents.registry import AGENTS, build_agent
 from agents.training import TrainConfig, Trainer
 from envs.dataset import OfflineDataset
+from envs.errors import ReverieError
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
 
 SMALL = {"hidden": [32, 32]}
@@ -161,6 +162,27 @@ def test_a_bfloat16_update_sees_each_optimiser_step_at_once(data):
             hidden.weight.add_(0.5)
         after = value(x)
     assert before.dtype == torch.float32 and not torch.allclose(before, after)
+
+
+def test_rollout_rounds_start_at_the_datas_resets_as_often_as_asked(data):
+    """``train.episode_start_share``: that share of a round's start rows are episode starts, the rest uniform;
+    at 0 (the default) the rows are the uniform draw runs made before the option existed."""
+    _, model = data
+    ds = bandit(1200)
+    ds.terminals[:] = False
+    ds.timeouts[:] = np.arange(1200) % 100 == 99             # 12 episodes of 100 steps: resets at rows 0, 100, ...
+    starts = {}
+    for share in (0.0, 0.25):
+        cfg = TrainConfig(**{**LOOP.__dict__, "rollout_batch": 400, "episode_start_share": share})
+        trainer = trainer_for(make("mopo", ds, model), ds, cfg, model)
+        starts[share] = trainer.start_rows()
+        assert starts[share].shape == (400,) and int(starts[share].max()) < 1200
+    assert torch.equal(starts[0.0], torch.randint(0, 1200, (400,), generator=torch.Generator().manual_seed(0)))
+    assert (starts[0.25][:100] % 100 == 0).all()              # 100 of 400 drawn from the resets
+    assert len(set(starts[0.25][:100].tolist())) > 6          # ... spread over them, not one
+    assert (starts[0.25][100:] % 100 == 0).float().mean() < 0.05   # the rest uniform: about 1% land on a reset
+    with pytest.raises(ReverieError, match="train.episode_start_share: expected a value in \\[0, 1\\], got 1.5"):
+        TrainConfig(episode_start_share=1.5).validate()
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))
