@@ -180,7 +180,6 @@ class Trainer:
         self.log = log or (lambda metrics, step: None)
         self.device = torch.device(cfg.device)
         self.sampler = TransitionSampler(ds, self.device)
-        self.episode_starts = torch.from_numpy(ds.episode_starts()).to(self.device)
         self.generator = torch.Generator(self.device).manual_seed(cfg.seed)
         self.precision = resolve_precision(cfg.precision, self.device.type)   # a resumed run keeps its own
         self.step = 0
@@ -218,8 +217,9 @@ class Trainer:
                              device=self.device)
         if n_first == 0:
             return rows
-        pick = torch.randint(0, len(self.episode_starts), (n_first,), generator=self.generator, device=self.device)
-        return torch.cat([self.episode_starts[pick], rows])
+        starts = torch.from_numpy(self.ds.episode_starts()).to(self.device)
+        pick = torch.randint(0, len(starts), (n_first,), generator=self.generator, device=self.device)
+        return torch.cat([starts[pick], rows])
 
     def imagine(self) -> dict[str, float]:
         cfg = self.cfg
