@@ -70,10 +70,12 @@ class EnsembleLinear(nn.Module):
         nn.init.uniform_(self.weight, -bound, bound)
         nn.init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, members: Tensor | None = None) -> Tensor:
+        """``members``: evaluate only these (indices), in their order: ``[len(members), B, out]``."""
+        weight, bias = (self.weight, self.bias) if members is None else (self.weight[members], self.bias[members])
         if x.ndim == 2:  # one batch shared by every member
-            x = x.unsqueeze(0).expand(self.members, -1, -1)
-        return torch.baddbmm(self.bias, x, self.weight)
+            x = x.unsqueeze(0).expand(len(weight), -1, -1)
+        return torch.baddbmm(bias, x, weight)
 
     def extra_repr(self) -> str:
         return f"members={self.members}, in_dim={self.in_dim}, out_dim={self.out_dim}"
@@ -88,11 +90,12 @@ class EnsembleMLP(nn.Module):
         self.layers = nn.ModuleList(EnsembleLinear(members, a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.members = members
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, members: Tensor | None = None) -> Tensor:
+        """``members``: evaluate only these heads (e.g. REDQ's target subset); the rest cost nothing."""
         for layer in self.layers[:-1]:
-            x = torch.relu(layer(x))
+            x = torch.relu(layer(x, members))
         with full_precision(x):          # the output layer in float32, as OutputLinear
-            return self.layers[-1](x.float())
+            return self.layers[-1](x.float(), members)
 
 
 class TanhActor(nn.Module):

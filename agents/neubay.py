@@ -120,9 +120,9 @@ class NEUBAY:
         rest = torch.cat([self.norm(w["next_obs"]), w["actions"], w["rewards"][..., None]], dim=-1)
         return torch.cat([first[None], rest], dim=0)
 
-    def q(self, critic: nn.Module, h: Tensor, obs: Tensor, act: Tensor) -> Tensor:
-        """Every head's Q for ``[M]`` steps, in one batched operation: ``[N, M]``."""
-        return critic(torch.cat([h, self.norm(obs), act], dim=-1)).squeeze(-1)
+    def q(self, critic: nn.Module, h: Tensor, obs: Tensor, act: Tensor, heads: Tensor | None = None) -> Tensor:
+        """Every head's Q (or only ``heads``') for ``[M]`` steps, in one batched operation: ``[N, M]``."""
+        return critic(torch.cat([h, self.norm(obs), act], dim=-1), heads).squeeze(-1)
 
     # ------------------------------------------------------------------ update
     def update(self, w: dict[str, Tensor], generator: torch.Generator | None = None) -> dict[str, float]:
@@ -146,9 +146,9 @@ class NEUBAY:
             h_actor_next = steps(h_actor_all[1:].detach())
             h_target_next = steps(self.critic_encoder_target(x)[0][1:])
             next_act, next_logp = self.actor(torch.cat([h_actor_next, self.norm(next_obs)], -1), generator=generator)
-            q_next = self.q(self.critic_target, h_target_next, next_obs, next_act)
-            subset = torch.randperm(cfg.critics, generator=generator, device=q_next.device)[:cfg.target_subset]
-            target = rew + cfg.gamma * (1.0 - dones) * (q_next[subset].min(dim=0).values - self.alpha * next_logp)
+            subset = torch.randperm(cfg.critics, generator=generator, device=rew.device)[:cfg.target_subset]
+            q_next = self.q(self.critic_target, h_target_next, next_obs, next_act, heads=subset)  # only those heads
+            target = rew + cfg.gamma * (1.0 - dones) * (q_next.min(dim=0).values - self.alpha * next_logp)
         h_critic = steps(self.critic_encoder(x)[0][:-1])
         q = self.q(self.critic, h_critic, obs, act)
         critic_loss = (q - target).pow(2).mean()

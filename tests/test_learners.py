@@ -185,6 +185,22 @@ def test_rollout_rounds_start_at_the_datas_resets_as_often_as_asked(data):
         TrainConfig(episode_start_share=1.5).validate()
 
 
+def test_a_critic_ensemble_evaluates_a_subset_of_its_heads_as_the_whole_would():
+    """REDQ's target reads a random subset of the heads: evaluating only those gives the same numbers
+    (bit for bit, in the subset's order) as evaluating every head and selecting them, for shared and per-head inputs."""
+    from agents.networks import EnsembleMLP
+
+    torch.manual_seed(0)
+    net = EnsembleMLP(6, 5, 1, (16, 16))
+    heads = torch.tensor([4, 1])
+    shared, per_head = torch.randn(32, 5), torch.randn(2, 32, 5)
+    with torch.no_grad():
+        assert torch.equal(net(shared, heads), net(shared)[heads])
+        assert net(per_head, heads).shape == (2, 32, 1)
+        full = net(torch.zeros(6, 32, 5).index_copy_(0, heads, per_head))[heads]
+        assert torch.equal(net(per_head, heads), full)
+
+
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_stopped_and_resumed_training_is_bit_identical(name, data, tmp_path):
     ds, model = data
