@@ -25,6 +25,7 @@ from typing import Callable
 from omegaconf import DictConfig, OmegaConf
 
 import configs as _configs_pkg
+from envs.allocator import retain_freed_memory
 from envs.errors import ReverieError
 
 CONFIG_DIR = Path(_configs_pkg.__file__).resolve().parent
@@ -926,6 +927,7 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             raise ReverieError(f"{cmd.name}: option '{missing[0]}' is required"
                                + (f" (usage: {cmd.usage})" if cmd.usage else ""))
+        retain_freed_memory()        # no page faults on every update's activations (envs/allocator.py)
         ctx = RunContext(_make_run_dir(cfg, overrides, cmd.resumable) if cmd.writes_run else None, overrides)
         refused = False
         try:

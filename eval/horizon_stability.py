@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from envs.allocator import retain_freed_memory
 from envs.atomic_io import write_text
 from envs.policies import load_policy, load_zoo
 from worldmodels.rollout import ActorPolicy, SimulatorSource, StartStates, UncertaintyThreshold, rollout
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="assets/reports/horizon")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
+    retain_freed_memory()
     ds = load_source(args.dataset, size=args.size)
     t0 = time.perf_counter()
     if args.model:

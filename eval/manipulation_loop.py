@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from envs.allocator import retain_freed_memory
 from envs.atomic_io import atomic_path, write_json, write_text
 from eval.metrics import bootstrap
 from envs.manipulation import TASKS
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.bc_episodes is not None and not 1 <= args.bc_episodes <= args.episodes:
         ap.error(f"--bc-episodes: expected 1..{args.episodes} (--episodes), got {args.bc_episodes}")
     torch.set_num_threads(args.threads)
+    retain_freed_memory()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stages_file = out / "stages.json"
