@@ -8,7 +8,9 @@ settings alternating block by block and the best block of each kept, so a shared
 both alike. One torch thread, batch 256, the grid's networks: SAC (what MOPO updates), MOBILE (2 next-state
 draws from each of 7 members through the critics, as the grid runs it), TD3+BC, IQL, RAVL (10 critics of
 3x256, EDAC's term) and NEUBAY (8 windows of 32 steps, GRU 128, 10 REDQ heads); hopper dimensions. Then
-the world model's fit: gradient steps per second of the 7-member ensemble of 4x200 on batches of 256.
+the world models' fits, gradient steps per second: the 7-member ensemble of 4x200 on batches of 256, and
+the video model's frame autoencoder (64x64 frames beside their reference frame, 32 channels, latent 64,
+batches of 32, as ``eval.manipulation_loop`` fits it).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import time
 from pathlib import Path
 
 OBS, ACT, BATCH = 11, 3, 256
-LEARNERS = ("sac", "mobile", "td3bc", "iql", "ravl", "neubay", "fit")
+LEARNERS = ("sac", "mobile", "td3bc", "iql", "ravl", "neubay", "fit", "video")
 
 
 def make(name: str):
@@ -38,6 +40,10 @@ def make(name: str):
     g = torch.Generator().manual_seed(0)
     if name == "fit":
         return EnsembleFitStep(GaussianEnsemble(OBS, ACT, EnsembleConfig())), [torch.randn(BATCH, OBS + ACT)], g
+    if name == "video":
+        from worldmodels.video import FrameAutoencoder
+        return AutoencoderStep(FrameAutoencoder(64, 64, 32, reference=True)), [torch.rand(2, 32, 3, 64, 64,
+                                                                                         generator=g)], g
     if name == "neubay":
         agent, n = NEUBAY(OBS, ACT, NEUBAYConfig()), 20_000
         buf = SequenceBuffer(OBS, ACT, n)
@@ -69,6 +75,21 @@ class EnsembleFitStep:
     def update(self, x, g) -> None:
         mean, logvar = self.model._trunk(x)
         loss = ((mean - 0.1).pow(2) * logvar.neg().exp() + logvar).mean(dim=(1, 2)).sum()
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+
+
+class AutoencoderStep:
+    """One gradient step of the video model's autoencoder (``VideoWorldModel.fit_episodes``' first stage)."""
+
+    def __init__(self, ae):
+        import torch
+        self.ae, self.opt = ae, torch.optim.Adam(ae.parameters(), lr=1e-3)
+
+    def update(self, frames, g) -> None:
+        x, ref = frames
+        loss = (self.ae.decode(self.ae.encode(x, ref), ref) - x).pow(2).mean()
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
