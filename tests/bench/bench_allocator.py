@@ -18,10 +18,10 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-OBS, ACT, BATCH = 11, 3, 256
+from bench_learners import ACT, BATCH, OBS, batches, rate     # the same batches and timing as bench_learners
+
 LEARNERS = ("sac", "mobile", "td3bc", "iql", "ravl", "neubay", "fit", "video")
 
 
@@ -58,11 +58,7 @@ def make(name: str):
              "td3bc": lambda: TD3BC(OBS, ACT, TD3BCConfig()),
              "iql": lambda: IQL(OBS, ACT, IQLConfig()),
              "ravl": lambda: RAVL(OBS, ACT, RAVLConfig(hidden=(256, 256, 256)))}[name]()
-    data = [{"obs": torch.randn(BATCH, OBS, generator=g), "actions": torch.rand(BATCH, ACT, generator=g) * 2 - 1,
-             "rewards": torch.randn(BATCH, generator=g), "next_obs": torch.randn(BATCH, OBS, generator=g),
-             "terminated": torch.zeros(BATCH, dtype=torch.bool),
-             "from_model": torch.arange(BATCH) >= BATCH // 20} for _ in range(16)]   # real_ratio 0.05
-    return agent, data, g
+    return agent, batches(16, g), g
 
 
 class EnsembleFitStep:
@@ -102,12 +98,8 @@ def child(name: str, retain: bool, updates: int) -> None:
     import torch
     torch.set_num_threads(1)
     agent, data, g = make(name)
-    for i in range(5):
-        agent.update(data[i % len(data)], g)
-    t = time.perf_counter()
-    for i in range(updates):
-        agent.update(data[i % len(data)], g)
-    print(updates / (time.perf_counter() - t))
+    rate(agent, data, 5, g)                                             # warm-up
+    print(rate(agent, data, updates, g))
 
 
 def main() -> None:

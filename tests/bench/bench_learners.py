@@ -32,7 +32,8 @@ OBS, ACT, BATCH = 11, 3, 256
 def batches(n: int, g: torch.Generator) -> list[dict]:
     return [{"obs": torch.randn(BATCH, OBS, generator=g), "actions": torch.rand(BATCH, ACT, generator=g) * 2 - 1,
              "rewards": torch.randn(BATCH, generator=g), "next_obs": torch.randn(BATCH, OBS, generator=g),
-             "terminated": torch.zeros(BATCH, dtype=torch.bool)} for _ in range(n)]
+             "terminated": torch.zeros(BATCH, dtype=torch.bool),
+             "from_model": torch.arange(BATCH) >= BATCH // 20} for _ in range(n)]   # real_ratio 0.05 (MOBILE)
 
 
 def rate(agent, data: list[dict], updates: int, g: torch.Generator) -> float:
