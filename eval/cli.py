@@ -222,6 +222,19 @@ def run_dataset_train_behavior(cfg: DictConfig, ctx: RunContext) -> None:
                   f"normalized {p['normalized_score']:6.1f}  {' '.join(p['roles'])}")
 
 
+def _fit_reporter(ctx: RunContext, wcfg, every: int = 5, prefix: str = ""):
+    """The per-epoch report of an ensemble's fit: TensorBoard every epoch, a line after the first and every
+    ``every`` epochs (a large posterior's fit runs for hours, and a log file should show how it goes)."""
+    t0 = time.perf_counter()
+
+    def on_epoch(epoch: int, mse) -> None:
+        ctx.log({"fit/holdout_mse_mean": mse.mean().item()}, epoch)
+        if epoch % every == 0 or epoch == 1:
+            print(f"{prefix}epoch {epoch} of at most {wcfg.max_epochs}: mean holdout MSE {mse.mean().item():.4f} "
+                  f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    return on_epoch
+
+
 def run_fit(cfg: DictConfig, ctx: RunContext) -> None:
     from envs.sources import load_source
     from worldmodels.registry import fit_world_model, world_model_config
@@ -234,13 +247,8 @@ def run_fit(cfg: DictConfig, ctx: RunContext) -> None:
     ds = load_source(cfg.dataset, size=cfg.size, seed=cfg.seed, progress=sys.stderr.isatty())
     print(f"fitting {wcfg.members} members on {ds.name}: {len(ds):,} transitions")
 
-    def on_epoch(epoch: int, mse) -> None:
-        ctx.log({"fit/holdout_mse_mean": mse.mean().item()}, epoch)
-        if epoch % 5 == 0:
-            print(f"epoch {epoch}: mean holdout MSE {mse.mean().item():.4f}", flush=True)
-
     partial = ctx.run_dir / "fit-checkpoint.pt"      # the same command and run_dir resume a fit cut short
-    model, metrics = fit_world_model(ds, values, cfg.seed, progress=on_epoch, checkpoint=partial)
+    model, metrics = fit_world_model(ds, values, cfg.seed, progress=_fit_reporter(ctx, wcfg), checkpoint=partial)
     path = ctx.run_dir / "world_model.pt"
     model.save(path)
     partial.unlink(missing_ok=True)
@@ -346,7 +354,7 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
     dataset_key = _dataset_key(str(cfg.dataset))
     name, _, agent_values, tcfg, applied = train_configs(cfg, ctx.overrides, dataset_key)
     wm_values = agent_world_model(cfg, ctx.overrides)
-    world_model_config(wm_values)
+    wcfg = world_model_config(wm_values)
     ds = load_source(cfg.dataset, size=cfg.size, seed=cfg.dataset_seed, progress=sys.stderr.isatty())
     if ds.task is None and task_from_name(ds.name) is None:
         raise ReverieError(f"{ds.name}: the dataset names no simulator task; pass a dataset whose task is known")
@@ -366,11 +374,13 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
         else:
             t0 = time.perf_counter()
             print(f"fitting the world model on {ds.name} ({len(ds):,} transitions) ...", flush=True)
+            on_epoch = _fit_reporter(ctx, wcfg, every=10, prefix="  world model fit ")
             if cfg.model_cache:
                 model, metrics, reused = cached_world_model(ds, wm_values, cfg.seed, cache_dir() / "world_models",
-                                                            device=tcfg.device)
+                                                            progress=on_epoch, device=tcfg.device)
             else:
-                (model, metrics), reused = fit_world_model(ds, wm_values, cfg.seed, device=tcfg.device,
+                (model, metrics), reused = fit_world_model(ds, wm_values, cfg.seed, progress=on_epoch,
+                                                           device=tcfg.device,
                                                            checkpoint=run_dir / "world_model.fit-checkpoint.pt"), False
             model.save(saved)
             (run_dir / "world_model.fit-checkpoint.pt").unlink(missing_ok=True)

@@ -149,6 +149,7 @@ def test_fit_writes_a_checkpoint_and_reports_members(capsys, tmp_path):
     code, out, err = run(capsys, *argv)
     assert code == 0, err
     assert out.count("  member ") == 3 and out.count("elite") == 2
+    assert "epoch 1 of at most 3: mean holdout MSE" in out
     assert not (tmp_path / "fit" / "fit-checkpoint.pt").exists()     # only a fit cut short leaves one
     model = GaussianEnsemble.load(tmp_path / "fit" / "world_model.pt")
     assert model.spec.obs_dim == 11 and model.spec.task == "hopper"

@@ -56,6 +56,7 @@ def test_train_writes_result_checkpoint_and_tensorboard(capsys, tmp_path, hopper
     assert result["precision"] in ("float32", "bfloat16")
     assert f"train.precision=auto: the updates ran in {result['precision']}" in out
     assert f"train.precision={result['precision']}" in result["command"] and "auto" not in result["command"]
+    assert "world model fit epoch 1 of at most 2: mean holdout MSE" in out     # the fit shows how it goes
     from envs.info import dataset_info
     from envs.sources import load_source
     from worldmodels.registry import dataset_fingerprint
@@ -67,7 +68,7 @@ def test_train_writes_result_checkpoint_and_tensorboard(capsys, tmp_path, hopper
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     tags = EventAccumulator(str(tmp_path / "run" / "tb")).Reload().Tags()["scalars"]
     for tag in ("rollout/penalty_mean", "rollout/length_mean", "rollout/nonfinite_rows", "train/critic_loss",
-                "train/q_mean", "model/holdout_mse_elites", "eval/normalized_score", "final/normalized_score"):
+                "train/q_mean", "model/holdout_mse_elites", "fit/holdout_mse_mean", "eval/normalized_score", "final/normalized_score"):
         assert tag in tags, tag
     # a finished run_dir is not trained again
     code, out, _ = run(capsys, "train", "agent=mopo", f"dataset={hopper_file}", "train.steps=120", *FAST,
