@@ -1,11 +1,16 @@
 """MOBILE (Sun et al., 2023): penalise imagined transitions by Bellman inconsistency.
 
-For an imagined pair (s, a), every ensemble member proposes next states; the
-spread (standard deviation) of the Bellman backup ``Q_target(s', pi(s'))`` over
-those proposals measures how much the model's uncertainty matters *to the
-value*, rather than to the state. The critic target of imagined rows is
+For an imagined pair (s, a), every ensemble member i proposes K next states
+s'_{ik}; its Bellman backup is the mean of ``Q_target(s'_{ik}, pi(s'_{ik}))`` over
+its K proposals, and the spread (standard deviation) of those backups across the
+members measures how much the members' disagreement matters *to the value*,
+rather than to the state. The critic target of imagined rows is
 
-    y = r - beta * std_{i, k}[ min_j Q_target_j(s'_{ik}, a'_{ik}) ] + gamma * (1 - d) * V(s')
+    y = r - beta * std_i[ mean_k min_j Q_target_j(s'_{ik}, a'_{ik}) ] + gamma * (1 - d) * V(s')
+
+as in the paper (its backup operator per model, T^i Q = r + gamma E_{s' ~ T^i}[V(s')])
+and the authors' code: the noise within one member averages out, so a model that
+is merely noisy where its members agree is not penalised.
 
 Real rows are not penalised. The penalty needs the current critic, so it is
 computed in the update, from the model's predictions (the model predicts; the
@@ -50,8 +55,8 @@ class MOBILE(SAC):
         noise = torch.randn((K, *mean.shape), generator=generator, device=mean.device)
         next_obs = (mean + std * noise)[..., :-1].reshape(K * E * B, -1)  # every member's proposals
         next_act, _ = self.actor(next_obs, generator=generator)
-        q = self.critic_target(next_obs, next_act).min(dim=0).values.view(K * E, B)
-        return q.std(dim=0)
+        q = self.critic_target(next_obs, next_act).min(dim=0).values.view(K, E, B)
+        return q.mean(dim=0).std(dim=0)          # each member's backup, then their spread across members
 
     def update(self, batch: dict[str, Tensor], generator: torch.Generator | None = None) -> dict[str, float]:
         """SAC's update on rewards lowered, for imagined rows, by the Bellman inconsistency: the

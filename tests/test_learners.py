@@ -201,6 +201,32 @@ def test_a_critic_ensemble_evaluates_a_subset_of_its_heads_as_the_whole_would():
         assert torch.equal(net(per_head, heads), full)
 
 
+class _Members:
+    """A stand-in model with given per-member means and one shared std (MOBILE reads only ``predict``)."""
+
+    def __init__(self, means, std):
+        self.means, self.std = torch.tensor(means), std
+
+    def predict(self, obs, act):
+        mean = self.means.view(-1, 1, 1).expand(-1, obs.shape[0], obs.shape[1] + 1)
+        return mean, torch.full_like(mean, self.std)
+
+
+def test_mobiles_penalty_is_the_spread_of_the_members_backups_not_of_their_noise(data):
+    """MOBILE's penalty (its paper's backup per model, the authors' code): average each member's Bellman
+    backup over its K next-state draws, then take the std across members. With a critic that reads the
+    next state's first coordinate, members proposing means 0, 1, 2, 3 give the std of those (1.29),
+    however noisy; members that agree give ~0 however noisy (spread over all draws would give ~5)."""
+    ds, model = data
+    agent = make("mobile", ds, model, num_samples=4000)
+    agent.critic_target = lambda obs, act: obs[:, 0].expand(2, -1)        # Q(s', a') = s'_0 for both critics
+    obs, act, g = torch.zeros(8, ds.obs_dim), torch.zeros(8, ds.act_dim), torch.Generator().manual_seed(0)
+    agent.model = _Members([0.0, 1.0, 2.0, 3.0], std=5.0)
+    assert agent.bellman_inconsistency(obs, act, g) == pytest.approx(torch.full((8,), 1.291), abs=0.15)
+    agent.model = _Members([1.0, 1.0, 1.0, 1.0], std=5.0)
+    assert agent.bellman_inconsistency(obs, act, g).max() < 0.3
+
+
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_stopped_and_resumed_training_is_bit_identical(name, data, tmp_path):
     ds, model = data
