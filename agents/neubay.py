@@ -4,7 +4,12 @@ The offline data do not pin down one world; they leave a posterior over
 worlds. NEUBAY keeps it as a large ensemble (the elites by holdout error),
 draws one member per imagined episode and holds it for the whole episode, and
 rolls out long (up to the task's episode length), cut only where the held
-member's uncertainty passes the largest it shows on its own data. The agent
+member's uncertainty (the norm of its predicted std of the next state) passes
+the largest it shows on its own data. The authors' code cuts by default on the
+ensemble's epistemic spread instead (``unc_type: epi_mean``, every member run
+at every step); holding the member's own std keeps each rollout on the
+one-member-per-row path (13x the transitions/s with 20 members,
+``tests/bench/bench_neubay.py``), which a 1000-step rollout needs on a CPU. The agent
 conditions on its history (observation, previous action, previous reward)
 through a GRU, so it can act like a Bayes-adaptive agent: infer from what it
 sees which world it is in. There is no reward penalty.
