@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 from agents.sac import SAC, SACConfig
 from envs.errors import ReverieError
@@ -38,6 +38,24 @@ class RAVL(SAC):
 
     def __init__(self, obs_dim: int, act_dim: int, cfg: RAVLConfig | None = None, model=None, device="cpu"):
         super().__init__(obs_dim, act_dim, (cfg or RAVLConfig()).validate(), model, device)
+        self.edac_init()
+
+    @torch.no_grad()
+    def edac_init(self) -> None:
+        """EDAC's initialisation, which the authors' agent (CORL's EDAC) keeps: hidden biases 0.1, the
+        critics' output layer uniform in +-3e-3 and the actor's in +-1e-3, so that every critic starts near
+        Q = 0 and the policy near the centre of the action box, with a wide spread."""
+        critic = self.critic.net.layers
+        for layer in critic[:-1]:
+            layer.bias.fill_(0.1)
+        critic[-1].weight.uniform_(-3e-3, 3e-3)
+        critic[-1].bias.uniform_(-3e-3, 3e-3)
+        actor = [m for m in self.actor.net if isinstance(m, nn.Linear)]
+        for layer in actor[:-1]:
+            layer.bias.fill_(0.1)
+        actor[-1].weight.uniform_(-1e-3, 1e-3)
+        actor[-1].bias.uniform_(-1e-3, 1e-3)
+        self.critic_target.load_state_dict(self.critic.state_dict())
 
     def q_and_diversity(self, obs: Tensor, act: Tensor) -> tuple[Tensor, Tensor]:
         """Every critic's Q ``[N, B]`` and EDAC's term, the mean pairwise cosine similarity of the

@@ -201,6 +201,22 @@ def test_a_critic_ensemble_evaluates_a_subset_of_its_heads_as_the_whole_would():
         assert torch.equal(net(per_head, heads), full)
 
 
+def test_ravl_starts_from_edacs_initialisation(data):
+    """The authors' RAVL agent is CORL's EDAC: hidden biases 0.1, output layers near zero (critics +-3e-3,
+    actor +-1e-3), so every critic starts near Q = 0 and the target equals the critic."""
+    ds, model = data
+    agent = make("ravl", ds, model)
+    layers = agent.critic.net.layers
+    assert all(torch.all(layer.bias == 0.1) for layer in layers[:-1])
+    assert layers[-1].weight.abs().max() <= 3e-3 and layers[-1].bias.abs().max() <= 3e-3
+    head = [m for m in agent.actor.net if isinstance(m, torch.nn.Linear)][-1]
+    assert head.weight.abs().max() <= 1e-3
+    for p, tp in zip(agent.critic.parameters(), agent.critic_target.parameters()):
+        assert torch.equal(p, tp)
+    q = agent.critic(torch.randn(64, ds.obs_dim), torch.rand(64, ds.act_dim) * 2 - 1)
+    assert q.abs().max() < 0.1
+
+
 class _Members:
     """A stand-in model with given per-member means and one shared std (MOBILE reads only ``predict``)."""
 
