@@ -10,7 +10,10 @@ rather than to the state. The critic target of imagined rows is
 
 as in the paper (its backup operator per model, T^i Q = r + gamma E_{s' ~ T^i}[V(s')])
 and the authors' code: the noise within one member averages out, so a model that
-is merely noisy where its members agree is not penalised.
+is merely noisy where its members agree is not penalised. As in the authors' code,
+every critic target is then clamped from below at ``target_floor`` (0: the
+locomotion tasks' returns are positive, so a penalty may lower a value to nothing
+but not below; ``None`` for tasks whose rewards are mostly negative).
 
 Real rows are not penalised. The penalty needs the current critic, so it is
 computed in the update, from the model's predictions (the model predicts; the
@@ -32,6 +35,7 @@ from envs.errors import ReverieError
 class MOBILEConfig(SACConfig):
     penalty_coef: float = 1.0
     num_samples: int = 10     # next-state draws per member
+    target_floor: float | None = 0.0   # critic targets clamped from below (the authors' MOBILE); None: no clamp
 
     def validate(self) -> "MOBILEConfig":
         if self.penalty_coef < 0:
@@ -57,6 +61,11 @@ class MOBILE(SAC):
         next_act, _ = self.actor(next_obs, generator=generator)
         q = self.critic_target(next_obs, next_act).min(dim=0).values.view(K, E, B)
         return q.mean(dim=0).std(dim=0)          # each member's backup, then their spread across members
+
+    def target_q(self, rewards: Tensor, next_obs: Tensor, dones: Tensor, generator=None) -> Tensor:
+        """SAC's target, clamped from below at ``target_floor``."""
+        target = super().target_q(rewards, next_obs, dones, generator)
+        return target if self.cfg.target_floor is None else target.clamp_min(self.cfg.target_floor)
 
     def update(self, batch: dict[str, Tensor], generator: torch.Generator | None = None) -> dict[str, float]:
         """SAC's update on rewards lowered, for imagined rows, by the Bellman inconsistency: the

@@ -51,6 +51,11 @@ def build_agent(name: str, values: dict, obs_dim: int, act_dim: int, *, model=No
         returns = ds.episode_returns() if ds is not None else np.array([0.0, 1000.0])
         spread = float(returns.max() - returns.min()) if len(returns) > 1 else 0.0
         return IQL(obs_dim, act_dim, cfg, reward_scale=1000.0 / spread if spread > 0 else 1.0, device=device)
+    if cls is MOBILE and cfg.target_floor is not None and ds is not None and len(ds.rewards) \
+            and float(ds.rewards.mean()) < cfg.target_floor:
+        raise ReverieError(f"agent.target_floor={cfg.target_floor}: MOBILE would clamp every critic target at it, but "
+                           f"{ds.name}'s mean reward is {float(ds.rewards.mean()):.3g}; set agent.target_floor=null "
+                           "for a task whose rewards are mostly below it")
     return cls(obs_dim, act_dim, cfg, model=model, device=device)
 
 

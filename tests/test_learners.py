@@ -53,7 +53,8 @@ def small_model(ds: OfflineDataset, epochs: int = 2) -> GaussianEnsemble:
 def make(name: str, ds: OfflineDataset, model, **values):
     from agents.data import TransitionSampler
     torch.manual_seed(0)
-    extra = {"critics": 3} if name == "ravl" else {}
+    # the bandit's rewards are negative: MOBILE's authors' clamp of the targets at 0 is for locomotion
+    extra = {"ravl": {"critics": 3}, "mobile": {"target_floor": None}}.get(name, {})
     return build_agent(name, {**SMALL, **extra, **values}, ds.obs_dim, ds.act_dim,
                        model=model if AGENTS[name][0].uses_model else None, sampler=TransitionSampler(ds), ds=ds)
 
@@ -199,6 +200,20 @@ def test_a_critic_ensemble_evaluates_a_subset_of_its_heads_as_the_whole_would():
         assert net(per_head, heads).shape == (2, 32, 1)
         full = net(torch.zeros(6, 32, 5).index_copy_(0, heads, per_head))[heads]
         assert torch.equal(net(per_head, heads), full)
+
+
+def test_mobile_clamps_its_targets_at_the_floor_and_refuses_a_floor_above_the_datas_rewards(data):
+    """As the authors' MOBILE, every critic target is clamped from below (at 0 by default: locomotion's returns
+    are positive); on data whose rewards lie mostly below the floor (the bandit's are negative) it is refused."""
+    ds, model = data
+    with pytest.raises(ReverieError, match=r"agent.target_floor=0.0: .*mean reward is -"):
+        make("mobile", ds, model, target_floor=0.0)
+    agent = make("mobile", ds, model, target_floor=-2.0)                     # below the bandit's mean reward
+    rows = 64
+    target = agent.target_q(torch.full((rows,), -10.0), torch.randn(rows, ds.obs_dim), torch.zeros(rows))
+    assert torch.all(target == -2.0)
+    free = make("mobile", ds, model)
+    assert free.target_q(torch.full((rows,), -10.0), torch.randn(rows, ds.obs_dim), torch.zeros(rows)).max() < -5
 
 
 def test_ravl_starts_from_edacs_initialisation(data):
