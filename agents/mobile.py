@@ -13,7 +13,7 @@ and the authors' code: the noise within one member averages out, so a model that
 is merely noisy where its members agree is not penalised. As in the authors' code,
 every critic target is then clamped from below at ``target_floor`` (0: the
 locomotion tasks' returns are positive, so a penalty may lower a value to nothing
-but not below; ``None`` for tasks whose rewards are mostly negative).
+but not below; ``None`` for tasks whose returns are negative).
 
 Real rows are not penalised. The penalty needs the current critic, so it is
 computed in the update, from the model's predictions (the model predicts; the
