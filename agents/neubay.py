@@ -50,8 +50,9 @@ class NEUBAYConfig:
     rnn_hidden: int = 128
     critics: int = 10            # REDQ ensemble size N
     target_subset: int = 2       # REDQ: the target's minimum is over M random heads
-    actor_lr: float = 3e-4
-    critic_lr: float = 3e-4
+    actor_lr: float = 3e-4       # the actor's head
+    critic_lr: float = 3e-4      # the critics' heads
+    encoder_lr: float | None = None   # both GRU encoders (the authors: far smaller than the heads'); None: the heads'
     alpha_lr: float = 3e-4
     gamma: float = 0.99
     tau: float = 0.005
@@ -69,6 +70,8 @@ class NEUBAYConfig:
         for name in ("rnn_hidden", "window"):
             if getattr(self, name) < 1:
                 raise ReverieError(f"agent.{name}: expected a positive integer, got {getattr(self, name)}")
+        if self.encoder_lr is not None and self.encoder_lr <= 0:
+            raise ReverieError(f"agent.encoder_lr: expected a value > 0 or null, got {self.encoder_lr}")
         for name in ("burn_in", "warmup"):
             if getattr(self, name) < 0:
                 raise ReverieError(f"agent.{name}: expected an integer >= 0, got {getattr(self, name)}")
@@ -105,10 +108,11 @@ class NEUBAY:
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.log_alpha = torch.tensor(math.log(cfg.init_alpha), device=device, requires_grad=cfg.auto_alpha)
         self.target_entropy = cfg.target_entropy if cfg.target_entropy is not None else -float(act_dim)
-        self.actor_opt = torch.optim.Adam([*self.actor_encoder.parameters(), *self.actor.parameters()],
-                                          lr=cfg.actor_lr)
-        self.critic_opt = torch.optim.Adam([*self.critic_encoder.parameters(), *self.critic.parameters()],
-                                           lr=cfg.critic_lr)
+        def groups(encoder: nn.Module, head: nn.Module, lr: float) -> list[dict]:
+            return [{"params": list(encoder.parameters()), "lr": cfg.encoder_lr if cfg.encoder_lr is not None else lr},
+                    {"params": list(head.parameters()), "lr": lr}]
+        self.actor_opt = torch.optim.Adam(groups(self.actor_encoder, self.actor, cfg.actor_lr))
+        self.critic_opt = torch.optim.Adam(groups(self.critic_encoder, self.critic, cfg.critic_lr))
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
 
     @property

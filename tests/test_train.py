@@ -172,3 +172,24 @@ def test_packaged_defaults_are_read_from_the_shipped_configs():
     assert _packaged_default("agent.window", {"agent": {"name": "neubay"}}) == 32
     assert _packaged_default("world_model.members", {"world_model": {"name": "diffusion"}}) == 5
     assert _packaged_default("agent.no_such_key", {"agent": {"name": "mopo"}}) is _NO_DEFAULT
+
+
+def test_neubay_takes_its_authors_learning_rates_and_per_dataset_settings():
+    """The shipped NEUBAY config: heads at 1e-4, the recurrent encoders far slower, and on
+    hopper-medium-replay the authors' task file (encoder 3e-7, half the batch real, a fixed alpha)."""
+    from agents.neubay import NEUBAY
+    from eval.cli import COMMANDS, _compose, train_configs
+
+    overrides = ["agent=neubay", "dataset=hopper-medium-replay"]
+    cfg = _compose(COMMANDS["train"], overrides)
+    name, acfg, _, tcfg, applied = train_configs(cfg, overrides, "hopper-medium-replay")
+    assert applied == {"encoder_lr": 3e-7, "real_ratio": 0.5, "auto_alpha": False}
+    assert tcfg.real_ratio == 0.5 and not acfg.auto_alpha and acfg.init_alpha == 0.2
+    agent = NEUBAY(11, 3, acfg)
+    assert [g["lr"] for g in agent.actor_opt.param_groups] == [3e-7, 1e-4]
+    assert [g["lr"] for g in agent.critic_opt.param_groups] == [3e-7, 1e-4]
+    assert not agent.log_alpha.requires_grad
+    # an explicit agent.KEY=VALUE wins over the per-dataset value
+    overrides = [*overrides, "agent.encoder_lr=0.001"]
+    _, acfg, _, _, applied = train_configs(_compose(COMMANDS["train"], overrides), overrides, "hopper-medium-replay")
+    assert acfg.encoder_lr == 0.001 and "encoder_lr" not in applied
