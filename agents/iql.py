@@ -32,12 +32,18 @@ class IQLConfig:
     expectile: float = 0.7
     beta: float = 3.0          # inverse temperature of the advantage weights
     max_weight: float = 100.0
+    # The actor's learning rate decays to 0 by a cosine over this many updates, as the original does over its
+    # 1M training updates (set it to train.steps); null keeps it constant.
+    actor_decay_steps: int | None = None
 
     def validate(self) -> "IQLConfig":
         if not 0.5 <= self.expectile < 1.0:
             raise ReverieError(f"agent.expectile: expected a value in [0.5, 1), got {self.expectile}")
         if self.beta <= 0:
             raise ReverieError(f"agent.beta: expected a value > 0, got {self.beta}")
+        if self.actor_decay_steps is not None and self.actor_decay_steps < 1:
+            raise ReverieError(f"agent.actor_decay_steps: expected a whole number of updates >= 1 or null, "
+                               f"got {self.actor_decay_steps}")
         return self
 
 
@@ -71,6 +77,8 @@ class IQL:
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr)
         self.value_opt = torch.optim.Adam(self.value.parameters(), lr=cfg.lr)
+        self.actor_schedule = (torch.optim.lr_scheduler.CosineAnnealingLR(self.actor_opt, T_max=cfg.actor_decay_steps)
+                               if cfg.actor_decay_steps else None)
 
     @torch.no_grad()
     def act(self, obs: Tensor, deterministic: bool = True, generator: torch.Generator | None = None) -> Tensor:
@@ -111,6 +119,8 @@ class IQL:
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()
         self.actor_opt.step()
+        if self.actor_schedule is not None:
+            self.actor_schedule.step()
 
         with torch.no_grad():
             for p, tp in zip(self.critic.parameters(), self.critic_target.parameters()):
@@ -122,9 +132,12 @@ class IQL:
         return {"actor": self.actor.state_dict(), "critic": self.critic.state_dict(),
                 "critic_target": self.critic_target.state_dict(), "value": self.value.state_dict(),
                 "actor_opt": self.actor_opt.state_dict(), "critic_opt": self.critic_opt.state_dict(),
-                "value_opt": self.value_opt.state_dict(), "reward_scale": self.reward_scale}
+                "value_opt": self.value_opt.state_dict(), "reward_scale": self.reward_scale,
+                "actor_schedule": self.actor_schedule.state_dict() if self.actor_schedule is not None else None}
 
     def load_state_dict(self, state: dict) -> None:
         for name in ("actor", "critic", "critic_target", "value", "actor_opt", "critic_opt", "value_opt"):
             getattr(self, name).load_state_dict(state[name])
         self.reward_scale = float(state["reward_scale"])
+        if self.actor_schedule is not None and state.get("actor_schedule") is not None:
+            self.actor_schedule.load_state_dict(state["actor_schedule"])

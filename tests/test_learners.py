@@ -9,6 +9,7 @@ stopped and resumed continues bit for bit.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -91,8 +92,6 @@ def test_update_metrics_and_actions_keep_the_contract(name, data):
 def test_updates_under_bfloat16_keep_the_contract_and_float32_outputs(name, data):
     """``train.precision=bfloat16``: the hidden layers' matmuls in bfloat16, every network's output
     layer (Q-values, values, the actor's mean and log-std) in float32, the weights float32 throughout."""
-    from dataclasses import replace
-
     from agents.networks import EnsembleMLP, OutputLinear
 
     ds, model = data
@@ -124,8 +123,6 @@ def test_auto_precision_is_bfloat16_only_where_the_machine_has_it_and_a_resumed_
     """``train.precision=auto``: bfloat16 on a machine with bfloat16 kernels of its own, float32 where
     autocast would emulate them (an AVX2-only CPU ran MOBILE's update 14x slower in bfloat16 than in
     float32); a run resumed on the other kind of machine keeps the arithmetic it began with."""
-    from dataclasses import replace
-
     import agents.training as training
 
     ds, model = data
@@ -151,8 +148,6 @@ def test_auto_precision_is_bfloat16_only_where_the_machine_has_it_and_a_resumed_
 def test_a_bfloat16_update_sees_each_optimiser_step_at_once(data):
     """Inside one update a network is stepped and then used again (IQL's value net, then its Q target):
     the lower-precision copy of its weights must be the stepped one, not one cached before the step."""
-    from dataclasses import replace
-
     ds, model = data
     trainer = trainer_for(make("iql", ds, model), ds, replace(LOOP, precision="bfloat16"), model)
     value, x = trainer.learner.value, torch.randn(8, ds.obs_dim)
@@ -230,6 +225,27 @@ def test_ravl_starts_from_edacs_initialisation(data):
         assert torch.equal(p, tp)
     q = agent.critic(torch.randn(64, ds.obs_dim), torch.rand(64, ds.act_dim) * 2 - 1)
     assert q.abs().max() < 0.1
+
+
+def test_iqls_actor_rate_decays_by_a_cosine_when_asked_and_resumes_on_it(data, tmp_path):
+    """``agent.actor_decay_steps=N``: the original IQL's cosine decay of the actor's learning rate to 0 over N
+    updates, halfway at N/2; the value and critics keep theirs. A resumed run continues the schedule."""
+    ds, model = data
+    lr = 3e-4
+    cfg = replace(LOOP, steps=40)
+    trainer = trainer_for(make("iql", ds, model, actor_decay_steps=40), ds, cfg, model)
+    trainer.run(tmp_path / "ckpt.pt", stop_after=20)
+    trainer.save(tmp_path / "ckpt.pt")
+    assert trainer.learner.actor_opt.param_groups[0]["lr"] == pytest.approx(lr / 2)
+    assert trainer.learner.critic_opt.param_groups[0]["lr"] == lr
+    resumed = trainer_for(make("iql", ds, model, actor_decay_steps=40), ds, cfg, model)
+    resumed.run(tmp_path / "ckpt.pt")
+    assert resumed.learner.actor_opt.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+    constant = trainer_for(make("iql", ds, model), ds, cfg, model)
+    constant.run()
+    assert constant.learner.actor_opt.param_groups[0]["lr"] == lr
+    with pytest.raises(ReverieError, match="agent.actor_decay_steps: expected a whole number of updates >= 1"):
+        make("iql", ds, model, actor_decay_steps=0)
 
 
 class _Members:
