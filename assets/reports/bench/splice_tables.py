@@ -26,6 +26,33 @@ def tables(text: str) -> list[str]:
     return re.findall(r"(?:^\|.*\n)+", text, flags=re.M)
 
 
+def grid_rows(ledger: Path) -> list[dict]:
+    """The rows of issue 3's grid in a ledger (issue 4's NEUBAY rows and off-grid cells share the file)."""
+    with open(ledger, newline="") as fh:
+        return [row for row in csv.DictReader(fh) if row["agent"] in GRID_AGENTS and row["dataset"] in GRID_DATASETS
+                and int(row["steps"]) == 100_000]
+
+
+def remaining(finished: list[dict], retired: list[dict]) -> str:
+    """What is left of the grid per learner, and its cost at the wall-clock its cells have taken so far (a retired
+    cell's where none has finished): a planning figure, from cells run beside other work on two cores."""
+    left, hours, unknown = [], 0.0, []
+    for agent in sorted(GRID_AGENTS):
+        n = len(GRID_DATASETS) * 3 - sum(row["agent"] == agent for row in finished)
+        seconds = [float(row["train_seconds"]) for row in finished if row["agent"] == agent] or \
+                  [float(row["train_seconds"]) for row in retired if row["agent"] == agent]
+        left.append(f"{agent} {n}")
+        if n and seconds:
+            hours += n * sum(seconds) / len(seconds) / 3600
+        elif n:
+            unknown.append(agent)
+    total = sum(int(part.split()[1]) for part in left)
+    cost = f"about {hours:.0f} core-hours at the wall-clock per cell recorded so far (MOBILE's from its retired cells)"
+    if unknown:
+        cost += f", plus {' and '.join(a.upper() for a in unknown)}, none of whose cells has finished"
+    return f"Remaining: {total} cells ({', '.join(left)}); {cost}."
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         subprocess.run([sys.executable, "-m", "eval.cli", "bench", f"out={scratch}",
@@ -37,11 +64,11 @@ def main() -> int:
         sys.exit(f"{HERE / 'results.md'}: expected 2 tables here and from the ledger, found {len(old)} and {len(fresh)}")
     for before, after in zip(old, fresh):
         page = page.replace(before, after)
-    with open(HERE / "results.csv", newline="") as fh:     # issue 3's grid only (issue 4's NEUBAY rows share it)
-        cells = sum(1 for row in csv.DictReader(fh) if row["agent"] in GRID_AGENTS and row["dataset"] in GRID_DATASETS
-                    and int(row["steps"]) == 100_000)
+    finished, retired = grid_rows(HERE / "results.csv"), grid_rows(HERE / "retired.csv")
+    cells = len(finished)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     page = re.sub(r"\d+ are finished \(as of [^)]*\)", f"{cells} are finished (as of {now})", page)
+    page = re.sub(r"^Remaining: .*$", remaining(finished, retired), page, flags=re.M)
     write_text(HERE / "results.md", page)
     print(f"{HERE / 'results.md'}: tables from the ledger; {cells} of issue 3's cells finished")
     return 0
