@@ -174,6 +174,23 @@ def test_packaged_defaults_are_read_from_the_shipped_configs():
     assert _packaged_default("agent.no_such_key", {"agent": {"name": "mopo"}}) is _NO_DEFAULT
 
 
+@pytest.mark.parametrize("agent", ["mopo", "mobile", "neubay"])
+def test_every_dataset_of_the_comparisons_has_its_papers_settings(agent):
+    """Issue 3's grid and issue 4's comparison run MOPO, MOBILE and NEUBAY on each dataset with the settings its
+    authors give for it; a dataset missing from a learner's `tuned` table would silently run on the defaults."""
+    from eval.cli import COMMANDS, _compose, train_configs
+
+    datasets = [f"{env}-{level}" for env in ("hopper", "halfcheetah", "walker2d")
+                for level in ("random", "medium-replay", *(["medium"] if agent != "neubay" else []))]
+    for dataset in datasets:
+        overrides = [f"agent={agent}", f"dataset={dataset}"]
+        applied = train_configs(_compose(COMMANDS["train"], overrides), overrides, dataset)[4]
+        assert applied, f"{agent} has no settings of its authors' for {dataset}"
+    overrides = ["agent=mopo", "dataset=walker2d-random"]
+    _, acfg, _, tcfg, _ = train_configs(_compose(COMMANDS["train"], overrides), overrides, "walker2d-random")
+    assert tcfg.rollout_length == 1 and acfg.penalty_coef == 1.0
+
+
 def test_neubay_takes_its_authors_learning_rates_and_per_dataset_settings():
     """The shipped NEUBAY config: heads at 1e-4, the recurrent encoders far slower, and on
     hopper-medium-replay the authors' task file (encoder 3e-7, half the batch real, a fixed alpha)."""
