@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from agents.networks import mlp
-from agents.sac import CriticEnsemble
+from agents.sac import CriticEnsemble, check_decay_steps, cosine_decay
 from envs.errors import ReverieError
 
 
@@ -41,9 +41,7 @@ class IQLConfig:
             raise ReverieError(f"agent.expectile: expected a value in [0.5, 1), got {self.expectile}")
         if self.beta <= 0:
             raise ReverieError(f"agent.beta: expected a value > 0, got {self.beta}")
-        if self.actor_decay_steps is not None and self.actor_decay_steps < 1:
-            raise ReverieError(f"agent.actor_decay_steps: expected a whole number of updates >= 1 or null, "
-                               f"got {self.actor_decay_steps}")
+        check_decay_steps(self.actor_decay_steps)
         return self
 
 
@@ -77,8 +75,7 @@ class IQL:
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr)
         self.value_opt = torch.optim.Adam(self.value.parameters(), lr=cfg.lr)
-        self.actor_schedule = (torch.optim.lr_scheduler.CosineAnnealingLR(self.actor_opt, T_max=cfg.actor_decay_steps)
-                               if cfg.actor_decay_steps else None)
+        self.actor_schedule = cosine_decay(self.actor_opt, cfg.actor_decay_steps)
 
     @torch.no_grad()
     def act(self, obs: Tensor, deterministic: bool = True, generator: torch.Generator | None = None) -> Tensor:

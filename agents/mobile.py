@@ -15,6 +15,10 @@ every critic target is then clamped from below at ``target_floor`` (0: the
 locomotion tasks' returns are positive, so a penalty may lower a value to nothing
 but not below; ``None`` for tasks whose returns are negative).
 
+As in the authors' training script, the actor's learning rate decays to 0 by a
+cosine over the run (``actor_decay_steps``, set to ``train.steps`` in
+``configs/agent/mobile.yaml``).
+
 Real rows are not penalised. The penalty needs the current critic, so it is
 computed in the update, from the model's predictions (the model predicts; the
 learner judges).
@@ -42,7 +46,7 @@ class MOBILEConfig(SACConfig):
             raise ReverieError(f"agent.penalty_coef: expected a value >= 0, got {self.penalty_coef}")
         if self.num_samples < 1:
             raise ReverieError(f"agent.num_samples: expected a positive integer, got {self.num_samples}")
-        return self
+        return super().validate()
 
 
 class MOBILE(SAC):

@@ -34,7 +34,7 @@ class MOPOConfig(SACConfig):
             raise ReverieError(f"agent.penalty: expected one of {', '.join(PENALTIES)}, got '{self.penalty}'")
         if self.penalty_coef < 0:
             raise ReverieError(f"agent.penalty_coef: expected a value >= 0, got {self.penalty_coef}")
-        return self
+        return super().validate()
 
 
 def uncertainty(mean: Tensor, std: Tensor, kind: str) -> Tensor:

@@ -30,7 +30,7 @@ class RAVLConfig(SACConfig):
             raise ReverieError(f"agent.critics: expected at least 2 critics, got {self.critics}")
         if self.eta < 0:
             raise ReverieError(f"agent.eta: expected a value >= 0, got {self.eta}")
-        return self
+        return super().validate()
 
 
 class RAVL(SAC):

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from agents.networks import EnsembleMLP, frozen, mlp
+from envs.errors import ReverieError
 
 
 @dataclass
@@ -32,6 +33,24 @@ class SACConfig:
     init_alpha: float = 1.0
     auto_alpha: bool = True
     target_entropy: float | None = None   # None: -act_dim
+    # The actor's learning rate decays to 0 by a cosine over this many updates (MOBILE's authors do, over their
+    # whole run: configs/agent/mobile.yaml sets it to train.steps); None keeps it constant.
+    actor_decay_steps: int | None = None
+
+    def validate(self):
+        check_decay_steps(self.actor_decay_steps)
+        return self
+
+
+def check_decay_steps(steps: int | None) -> None:
+    if steps is not None and steps < 1:
+        raise ReverieError(f"agent.actor_decay_steps: expected a whole number of updates >= 1 or null, got {steps}")
+
+
+def cosine_decay(optimizer: torch.optim.Optimizer, steps: int | None):
+    """A cosine decay of ``optimizer``'s learning rate to 0 over ``steps`` updates (stepped once per update,
+    saved with the learner), or None for a constant rate."""
+    return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps) if steps else None
 
 
 class GaussianActor(nn.Module):
@@ -80,7 +99,7 @@ class SAC:
 
     def __init__(self, obs_dim: int, act_dim: int, cfg: SACConfig | None = None, model=None,
                  device: str | torch.device = "cpu"):
-        self.cfg = cfg = cfg or SACConfig()
+        self.cfg = cfg = (cfg or SACConfig()).validate()
         self.model = model
         self.actor = GaussianActor(obs_dim, act_dim, cfg.hidden).to(device)
         self.critic = CriticEnsemble(obs_dim, act_dim, cfg.critics, cfg.hidden).to(device)
@@ -90,6 +109,7 @@ class SAC:
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
+        self.actor_schedule = cosine_decay(self.actor_opt, cfg.actor_decay_steps)
 
     @torch.no_grad()
     def act(self, obs: Tensor, deterministic: bool = True, generator: torch.Generator | None = None) -> Tensor:
@@ -137,6 +157,8 @@ class SAC:
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()
         self.actor_opt.step()
+        if self.actor_schedule is not None:
+            self.actor_schedule.step()
 
         # temperature
         if self.cfg.auto_alpha:
@@ -155,10 +177,13 @@ class SAC:
         return {"actor": self.actor.state_dict(), "critic": self.critic.state_dict(),
                 "critic_target": self.critic_target.state_dict(), "log_alpha": self.log_alpha.detach().clone(),
                 "actor_opt": self.actor_opt.state_dict(), "critic_opt": self.critic_opt.state_dict(),
-                "alpha_opt": self.alpha_opt.state_dict()}
+                "alpha_opt": self.alpha_opt.state_dict(),
+                "actor_schedule": self.actor_schedule.state_dict() if self.actor_schedule is not None else None}
 
     def load_state_dict(self, state: dict) -> None:
         for name in ("actor", "critic", "critic_target", "actor_opt", "critic_opt", "alpha_opt"):
             getattr(self, name).load_state_dict(state[name])
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
+        if self.actor_schedule is not None and state.get("actor_schedule") is not None:
+            self.actor_schedule.load_state_dict(state["actor_schedule"])

@@ -885,7 +885,14 @@ def _packaged_default(key: str, cfg: dict):
     name = cfg.get(group, {}).get("name") if isinstance(cfg.get(group), dict) else None
     path, inner = ((CONFIG_DIR / group / f"{name}.yaml", rest) if name and (CONFIG_DIR / group).is_dir()
                    else (CONFIG_DIR / "train.yaml", key))
-    node = OmegaConf.select(OmegaConf.load(path), inner, default=_NO_DEFAULT) if path.is_file() else _NO_DEFAULT
+    # A default that refers to another option (MOBILE's actor_decay_steps: ${train.steps}) has no value of its own:
+    # taken as null, the option's off state, which is how a run begun before the option existed ran.
+    from omegaconf.errors import InterpolationResolutionError
+
+    try:
+        node = OmegaConf.select(OmegaConf.load(path), inner, default=_NO_DEFAULT) if path.is_file() else _NO_DEFAULT
+    except InterpolationResolutionError:
+        return None
     return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
 
 

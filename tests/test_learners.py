@@ -227,25 +227,28 @@ def test_ravl_starts_from_edacs_initialisation(data):
     assert q.abs().max() < 0.1
 
 
-def test_iqls_actor_rate_decays_by_a_cosine_when_asked_and_resumes_on_it(data, tmp_path):
-    """``agent.actor_decay_steps=N``: the original IQL's cosine decay of the actor's learning rate to 0 over N
-    updates, halfway at N/2; the value and critics keep theirs. A resumed run continues the schedule."""
+@pytest.mark.parametrize("name", ["iql", "mobile"])
+def test_the_actors_rate_decays_by_a_cosine_when_asked_and_resumes_on_it(name, data, tmp_path):
+    """``agent.actor_decay_steps=N`` (the original IQL's schedule, and MOBILE's authors'): the actor's learning
+    rate decays to 0 by a cosine over N updates, halfway at N/2; the critics keep theirs. A resumed run
+    continues the schedule."""
     ds, model = data
-    lr = 3e-4
     cfg = replace(LOOP, steps=40)
-    trainer = trainer_for(make("iql", ds, model, actor_decay_steps=40), ds, cfg, model)
+    trainer = trainer_for(make(name, ds, model, actor_decay_steps=40), ds, cfg, model)
+    lr = trainer.learner.actor_opt.param_groups[0]["lr"]
+    critic_lr = trainer.learner.critic_opt.param_groups[0]["lr"]
     trainer.run(tmp_path / "ckpt.pt", stop_after=20)
     trainer.save(tmp_path / "ckpt.pt")
     assert trainer.learner.actor_opt.param_groups[0]["lr"] == pytest.approx(lr / 2)
-    assert trainer.learner.critic_opt.param_groups[0]["lr"] == lr
-    resumed = trainer_for(make("iql", ds, model, actor_decay_steps=40), ds, cfg, model)
+    assert trainer.learner.critic_opt.param_groups[0]["lr"] == critic_lr
+    resumed = trainer_for(make(name, ds, model, actor_decay_steps=40), ds, cfg, model)
     resumed.run(tmp_path / "ckpt.pt")
     assert resumed.learner.actor_opt.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
-    constant = trainer_for(make("iql", ds, model), ds, cfg, model)
+    constant = trainer_for(make(name, ds, model), ds, cfg, model)
     constant.run()
     assert constant.learner.actor_opt.param_groups[0]["lr"] == lr
     with pytest.raises(ReverieError, match="agent.actor_decay_steps: expected a whole number of updates >= 1"):
-        make("iql", ds, model, actor_decay_steps=0)
+        make(name, ds, model, actor_decay_steps=0)
 
 
 class _Members:

@@ -172,6 +172,8 @@ def test_packaged_defaults_are_read_from_the_shipped_configs():
     assert _packaged_default("agent.window", {"agent": {"name": "neubay"}}) == 32
     assert _packaged_default("world_model.members", {"world_model": {"name": "diffusion"}}) == 5
     assert _packaged_default("agent.no_such_key", {"agent": {"name": "mopo"}}) is _NO_DEFAULT
+    # a default that refers to another option (MOBILE's schedule over train.steps) counts as off for older runs
+    assert _packaged_default("agent.actor_decay_steps", {"agent": {"name": "mobile"}}) is None
 
 
 @pytest.mark.parametrize("agent", ["mopo", "mobile", "neubay"])
@@ -189,6 +191,20 @@ def test_every_dataset_of_the_comparisons_has_its_papers_settings(agent):
     overrides = ["agent=mopo", "dataset=walker2d-random"]
     _, acfg, _, tcfg, _ = train_configs(_compose(COMMANDS["train"], overrides), overrides, "walker2d-random")
     assert tcfg.rollout_length == 1 and acfg.penalty_coef == 1.0
+
+
+def test_mobile_takes_its_authors_actor_schedule_and_fixed_temperature():
+    """The shipped MOBILE config: the actor's rate decays by a cosine over the run's own budget, and on
+    hopper-medium, where the authors fix the temperature, it is fixed at their 0.1 (not the learned one's start)."""
+    from eval.cli import COMMANDS, _compose, train_configs
+
+    overrides = ["agent=mobile", "dataset=hopper-medium", "train.steps=1234"]
+    _, acfg, _, _, applied = train_configs(_compose(COMMANDS["train"], overrides), overrides, "hopper-medium")
+    assert acfg.actor_decay_steps == 1234
+    assert not acfg.auto_alpha and acfg.init_alpha == 0.1 and applied["init_alpha"] == 0.1
+    overrides = ["agent=mobile", "dataset=walker2d-medium", "agent.actor_decay_steps=null"]
+    _, acfg, _, _, _ = train_configs(_compose(COMMANDS["train"], overrides), overrides, "walker2d-medium")
+    assert acfg.actor_decay_steps is None and acfg.auto_alpha and acfg.init_alpha == 1.0
 
 
 def test_neubay_takes_its_authors_learning_rates_and_per_dataset_settings():
