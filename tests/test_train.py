@@ -188,9 +188,9 @@ def test_every_dataset_of_the_comparisons_has_its_papers_settings(agent):
         overrides = [f"agent={agent}", f"dataset={dataset}"]
         applied = train_configs(_compose(COMMANDS["train"], overrides), overrides, dataset)[4]
         assert applied, f"{agent} has no settings of its authors' for {dataset}"
-    overrides = ["agent=mopo", "dataset=walker2d-random"]
-    _, acfg, _, tcfg, _ = train_configs(_compose(COMMANDS["train"], overrides), overrides, "walker2d-random")
-    assert tcfg.rollout_length == 1 and acfg.penalty_coef == 1.0
+        if (agent, dataset) == ("mopo", "walker2d-random"):
+            _, acfg, _, tcfg, _ = train_configs(_compose(COMMANDS["train"], overrides), overrides, dataset)
+            assert tcfg.rollout_length == 1 and acfg.penalty_coef == 1.0
 
 
 def test_mobile_takes_its_authors_actor_schedule_and_fixed_temperature():

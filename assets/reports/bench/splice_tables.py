@@ -36,21 +36,22 @@ def grid_rows(ledger: Path) -> list[dict]:
 def remaining(finished: list[dict], retired: list[dict]) -> str:
     """What is left of the grid per learner, and its cost at the wall-clock its cells have taken so far (a retired
     cell's where none has finished): a planning figure, from cells run beside other work on two cores."""
-    left, hours, unknown = [], 0.0, []
+    left, hours, from_retired, unknown = {}, 0.0, [], []
     for agent in sorted(GRID_AGENTS):
-        n = len(GRID_DATASETS) * 3 - sum(row["agent"] == agent for row in finished)
-        seconds = [float(row["train_seconds"]) for row in finished if row["agent"] == agent] or \
-                  [float(row["train_seconds"]) for row in retired if row["agent"] == agent]
-        left.append(f"{agent} {n}")
-        if n and seconds:
-            hours += n * sum(seconds) / len(seconds) / 3600
-        elif n:
-            unknown.append(agent)
-    total = sum(int(part.split()[1]) for part in left)
-    cost = f"about {hours:.0f} core-hours at the wall-clock per cell recorded so far (MOBILE's from its retired cells)"
+        left[agent] = n = len(GRID_DATASETS) * 3 - sum(row["agent"] == agent for row in finished)
+        seconds = [float(row["train_seconds"]) for row in finished if row["agent"] == agent]
+        if not seconds:
+            seconds = [float(row["train_seconds"]) for row in retired if row["agent"] == agent]
+            if n:
+                (from_retired if seconds else unknown).append(agent.upper())
+        hours += n * sum(seconds) / len(seconds) / 3600 if seconds else 0.0
+    cost = f"about {hours:.0f} core-hours at the wall-clock per cell recorded so far"
+    if from_retired:
+        cost += f" ({' and '.join(from_retired)} from retired cells)"
     if unknown:
-        cost += f", plus {' and '.join(a.upper() for a in unknown)}, none of whose cells has finished"
-    return f"Remaining: {total} cells ({', '.join(left)}); {cost}."
+        cost += f", plus {' and '.join(unknown)}, none of whose cells has finished"
+    counts = ", ".join(f"{agent} {n}" for agent, n in left.items())
+    return f"Remaining: {sum(left.values())} cells ({counts}); {cost}."
 
 
 def main() -> int:
