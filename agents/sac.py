@@ -33,12 +33,15 @@ class SACConfig:
     init_alpha: float = 1.0
     auto_alpha: bool = True
     target_entropy: float | None = None   # None: -act_dim
+    max_alpha: float | None = None        # the temperature in use is capped here (MOBILE's authors: 1.0); None: no cap
     # The actor's learning rate decays to 0 by a cosine over this many updates (MOBILE's authors do, over their
     # whole run: configs/agent/mobile.yaml sets it to train.steps); None keeps it constant.
     actor_decay_steps: int | None = None
 
     def validate(self):
         check_decay_steps(self.actor_decay_steps)
+        if self.max_alpha is not None and self.max_alpha <= 0:
+            raise ReverieError(f"agent.max_alpha: expected a temperature > 0 or null, got {self.max_alpha}")
         return self
 
 
@@ -120,7 +123,10 @@ class SAC:
 
     @property
     def alpha(self) -> Tensor:
-        return self.log_alpha.exp().detach()
+        """The temperature in use: ``exp(log_alpha)``, capped at ``max_alpha`` where one is set (the learned
+        ``log_alpha`` itself is not clipped, as in MOBILE's authors' code)."""
+        alpha = self.log_alpha.exp().detach()
+        return alpha if self.cfg.max_alpha is None else alpha.clamp(max=self.cfg.max_alpha)
 
     def target_q(self, rewards: Tensor, next_obs: Tensor, dones: Tensor, generator=None) -> Tensor:
         """r + gamma * (1 - done) * (min over critics of Q_target(s', a') - alpha * log pi(a'|s'))."""

@@ -251,11 +251,24 @@ def test_the_actors_rate_decays_by_a_cosine_when_asked_and_resumes_on_it(name, d
         make(name, ds, model, actor_decay_steps=0)
 
 
-class _Members:
-    """A stand-in model with given per-member means and one shared std (MOBILE reads only ``predict``)."""
+def test_a_capped_temperature_is_used_at_its_cap_while_the_learned_one_runs_on(data):
+    """``agent.max_alpha`` (MOBILE's authors clamp their learned alpha to [0, 1] where they use it): the
+    temperature in the targets and the actor's loss is the cap, the learned log-alpha keeps its own value."""
+    ds, model = data
+    capped, free = (make("mobile", ds, model, init_alpha=3.0, max_alpha=m) for m in (1.0, None))
+    assert capped.alpha.item() == pytest.approx(1.0) and free.alpha.item() == pytest.approx(3.0)
+    assert capped.log_alpha.item() == pytest.approx(math.log(3.0))
+    with pytest.raises(ReverieError, match="agent.max_alpha: expected a temperature > 0 or null, got 0"):
+        make("mobile", ds, model, max_alpha=0.0)
 
-    def __init__(self, means, std):
+
+class _Members:
+    """A stand-in model with given per-member means and one shared std (MOBILE reads ``predict`` and
+    ``elites``; every member is an elite unless told)."""
+
+    def __init__(self, means, std, elites=None):
         self.means, self.std = torch.tensor(means), std
+        self.elites = torch.arange(len(means)) if elites is None else torch.tensor(elites)
 
     def predict(self, obs, act):
         mean = self.means.view(-1, 1, 1).expand(-1, obs.shape[0], obs.shape[1] + 1)
@@ -266,7 +279,8 @@ def test_mobiles_penalty_is_the_spread_of_the_members_backups_not_of_their_noise
     """MOBILE's penalty (its paper's backup per model, the authors' code): average each member's Bellman
     backup over its K next-state draws, then take the std across members. With a critic that reads the
     next state's first coordinate, members proposing means 0, 1, 2, 3 give the std of those (1.29),
-    however noisy; members that agree give ~0 however noisy (spread over all draws would give ~5)."""
+    however noisy; members that agree give ~0 however noisy (spread over all draws would give ~5), and a
+member outside the elites is not counted."""
     ds, model = data
     agent = make("mobile", ds, model, num_samples=4000)
     agent.critic_target = lambda obs, act: obs[:, 0].expand(2, -1)        # Q(s', a') = s'_0 for both critics
@@ -274,6 +288,9 @@ def test_mobiles_penalty_is_the_spread_of_the_members_backups_not_of_their_noise
     agent.model = _Members([0.0, 1.0, 2.0, 3.0], std=5.0)
     assert agent.bellman_inconsistency(obs, act, g) == pytest.approx(torch.full((8,), 1.291), abs=0.15)
     agent.model = _Members([1.0, 1.0, 1.0, 1.0], std=5.0)
+    assert agent.bellman_inconsistency(obs, act, g).max() < 0.3
+    # only the elites vote (the authors' predict_next_obs): a far-off member outside them changes nothing
+    agent.model = _Members([1.0, 1.0, 1.0, 1.0, 50.0], std=5.0, elites=[3, 0, 2, 1])
     assert agent.bellman_inconsistency(obs, act, g).max() < 0.3
 
 

@@ -194,8 +194,9 @@ def test_every_dataset_of_the_comparisons_has_its_papers_settings(agent):
 
 
 def test_mobile_takes_its_authors_actor_schedule_and_fixed_temperature():
-    """The shipped MOBILE config: the actor's rate decays by a cosine over the run's own budget, and on
-    hopper-medium, where the authors fix the temperature, it is fixed at their 0.1 (not the learned one's start)."""
+    """The shipped MOBILE config: the actor's rate decays by a cosine over the run's own budget, the learned
+    temperature is capped at 1 where it is used, and on hopper-medium, where the authors fix the temperature,
+    it is fixed at their 0.1 (not the learned one's start)."""
     from eval.cli import COMMANDS, _compose, train_configs
 
     overrides = ["agent=mobile", "dataset=hopper-medium", "train.steps=1234"]
@@ -204,7 +205,7 @@ def test_mobile_takes_its_authors_actor_schedule_and_fixed_temperature():
     assert not acfg.auto_alpha and acfg.init_alpha == 0.1 and applied["init_alpha"] == 0.1
     overrides = ["agent=mobile", "dataset=walker2d-medium", "agent.actor_decay_steps=null"]
     _, acfg, _, _, _ = train_configs(_compose(COMMANDS["train"], overrides), overrides, "walker2d-medium")
-    assert acfg.actor_decay_steps is None and acfg.auto_alpha and acfg.init_alpha == 1.0
+    assert acfg.actor_decay_steps is None and acfg.auto_alpha and acfg.init_alpha == 1.0 and acfg.max_alpha == 1.0
 
 
 def test_neubay_takes_its_authors_learning_rates_and_per_dataset_settings():
