@@ -5,7 +5,8 @@ real success -> fine-tuning on imagined rollouts -> real success again.
 
 Each stage writes its product into ``--out`` (the video model, the two policies, the success
 tables) and is skipped when that product exists, so the loop spans sessions. ``stages.json`` keeps
-each stage's wall-clock. The report: real success per task before and after fine-tuning, over the
+each stage's wall-clock summed over every attempt (``StageClock``): a stage cut short by the end of a
+session and resumed in the next counts both. The report: real success per task before and after fine-tuning, over the
 same fixed seeds, with the stage times.
 """
 
@@ -14,7 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -62,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     retain_freed_memory()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stages_file = out / "stages.json"
-    stages = json.loads(stages_file.read_text()) if stages_file.is_file() else {}
+    clock = StageClock(out / "stages.json")
     tasks = args.tasks.split(",")
     seeds = EVAL_SEEDS[:args.eval_episodes]
 
@@ -71,10 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         if product.exists():
             return
         print(f"== {name}", flush=True)
-        t0 = time.perf_counter()
-        fn()
-        stages[name] = stages.get(name, 0.0) + time.perf_counter() - t0
-        write_json(stages_file, stages)
+        with clock.running(name):
+            fn()
 
     demos, coverage = {}, {}
 
@@ -170,10 +170,43 @@ def main(argv: list[str] | None = None) -> int:
                 "missing)." if "failure_episodes" in json.loads((out / "demos.json").read_text()) else "."),
              "",
              *change_table(before, after, tasks), "| stage | wall-clock (s) |", "|---|---:|"]
-    lines += [f"| {k} | {v:.0f} |" for k, v in stages.items()]
+    lines += [f"| {k} | {v:.0f} |" for k, v in clock.times.items()]
     write_text(Path(args.report) / "vla_finetuning.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
+
+
+class StageClock:
+    """Each stage's wall-clock over all its attempts, kept in a JSON file ``{stage: seconds}``. While a stage
+    runs, its time so far is written every ``every`` seconds from a background thread, so a process killed
+    mid-stage (a session's end) loses at most that much; a resumed stage adds to what its earlier attempts
+    spent."""
+
+    def __init__(self, path: Path, every: float = 60.0):
+        self.path, self.every = Path(path), every
+        self.times: dict[str, float] = json.loads(self.path.read_text()) if self.path.is_file() else {}
+
+    @contextmanager
+    def running(self, name: str):
+        spent, t0 = self.times.get(name, 0.0), time.perf_counter()
+
+        def save() -> None:
+            self.times[name] = spent + time.perf_counter() - t0
+            write_json(self.path, self.times)
+
+        def beat() -> None:
+            while not stop.wait(self.every):
+                save()
+
+        stop = threading.Event()
+        thread = threading.Thread(target=beat, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+            save()
 
 
 def change_table(before: dict, after: dict, tasks: list[str]) -> list[str]:

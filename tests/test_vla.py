@@ -94,6 +94,31 @@ def test_the_loop_refuses_more_policy_demonstrations_than_it_makes(tmp_path, cap
     assert not (tmp_path / "loop").exists()                            # refused before anything is written
 
 
+def test_a_stage_cut_short_keeps_its_time_and_adds_the_resumed_attempts(tmp_path):
+    """The loop's stage times span sessions: while a stage runs its time so far is on disk (a session's end kills
+    the process without warning), and a resumed stage adds to it rather than starting the count again."""
+    import json
+    import time
+
+    from eval.manipulation_loop import StageClock
+
+    path = tmp_path / "stages.json"
+    with pytest.raises(KeyboardInterrupt):
+        with StageClock(path, every=0.02).running("video world model"):
+            time.sleep(0.15)
+            assert json.loads(path.read_text())["video world model"] >= 0.05    # written while it runs
+            raise KeyboardInterrupt
+    first = json.loads(path.read_text())["video world model"]
+    assert first >= 0.15
+    clock = StageClock(path, every=60.0)
+    with clock.running("video world model"):
+        time.sleep(0.05)
+    with clock.running("behaviour cloning"):
+        pass
+    times = json.loads(path.read_text())
+    assert times["video world model"] >= first + 0.05 and list(times) == ["video world model", "behaviour cloning"]
+
+
 def test_the_loop_reports_each_change_with_an_interval_paired_over_seeds():
     from eval.manipulation_loop import change_table
 
