@@ -280,7 +280,7 @@ def test_mobiles_penalty_is_the_spread_of_the_members_backups_not_of_their_noise
     backup over its K next-state draws, then take the std across members. With a critic that reads the
     next state's first coordinate, members proposing means 0, 1, 2, 3 give the std of those (1.29),
     however noisy; members that agree give ~0 however noisy (spread over all draws would give ~5), and a
-member outside the elites is not counted."""
+    member outside the elites is not counted."""
     ds, model = data
     agent = make("mobile", ds, model, num_samples=4000)
     agent.critic_target = lambda obs, act: obs[:, 0].expand(2, -1)        # Q(s', a') = s'_0 for both critics
