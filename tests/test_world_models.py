@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import fcntl
 import threading
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 from agents.networks import TanhActor
 from envs.builtin import collect
@@ -195,3 +198,19 @@ def test_the_model_cache_reuses_a_fit_and_says_how_long_it_waited_for_another_ru
     line = fit_took(reused, metrics["waited_s"] + 2.0, metrics)
     assert line.startswith("reused from the cache in 2 s after waiting") and "another run's fit" in line
     assert cached_model_path(hopper, {**values, "max_epochs": 3}, 0, tmp_path) != path   # another config: another entry
+
+
+def test_an_option_added_after_models_were_cached_keeps_their_entries_at_its_old_behaviour(hopper, tmp_path):
+    """`weight_decay_mode` came after a grid's worth of fitted models (hours each): at `decoupled`, what every fit
+    before it did, the cache key is the one those fits were stored under; `l2` is another model, another entry."""
+    values = {"name": "ensemble", "members": 3, "elites": 2, "hidden": [32, 32], "weight_decay": [1e-5] * 3}
+    before = cached_model_path(hopper, values, 0, tmp_path)
+    assert cached_model_path(hopper, {**values, "weight_decay_mode": "decoupled"}, 0, tmp_path) == before
+    assert cached_model_path(hopper, {**values, "weight_decay_mode": "l2"}, 0, tmp_path) != before
+
+    # The shipped config on fixed data, keyed as the code before the option keyed it (computed at 3318014).
+    shipped = OmegaConf.to_container(OmegaConf.load("configs/world_model/ensemble.yaml"))
+    data = SimpleNamespace(name="x", observations=np.zeros((3, 2), np.float32), actions=np.zeros((3, 1), np.float32),
+                           rewards=np.zeros(3, np.float32), next_observations=np.zeros((3, 2), np.float32),
+                           terminals=np.zeros(3, bool))
+    assert cached_model_path(data, shipped, 0, tmp_path).name == "x-ensemble-seed0-bced82cecc3b2376.pt"

@@ -37,6 +37,10 @@ class EnsembleConfig:
     hidden: tuple[int, ...] = (200, 200, 200, 200)
     layer_norm: bool = False
     weight_decay: tuple[float, ...] = (2.5e-5, 5e-5, 7.5e-5, 7.5e-5, 1e-4)  # per layer, as MBPO
+    # "decoupled": AdamW's decay of the weights and biases, lr * wd * W a step.
+    # "l2": MBPO's and OfflineRL-Kit's term wd/2 * ||W||^2 on each layer's weights, added
+    #       to the loss under plain Adam (its gradient is rescaled with the rest).
+    weight_decay_mode: str = "decoupled"
     lr: float = 1e-3
     batch_size: int = 256
     holdout_ratio: float = 0.1
@@ -53,6 +57,9 @@ class EnsembleConfig:
         if len(self.weight_decay) != len(self.hidden) + 1:
             raise ReverieError(f"world_model.weight_decay: expected {len(self.hidden) + 1} values (one per layer), "
                                f"got {len(self.weight_decay)}")
+        if self.weight_decay_mode not in ("decoupled", "l2"):
+            raise ReverieError(f"world_model.weight_decay_mode: expected decoupled or l2, "
+                               f"got '{self.weight_decay_mode}'")
         if self.inference_dtype not in ("float32", "bfloat16"):
             raise ReverieError(f"world_model.inference_dtype: expected float32 or bfloat16, got '{self.inference_dtype}'")
         if not 0.0 < self.holdout_ratio < 1.0:
@@ -257,10 +264,13 @@ class GaussianEnsemble(WorldModel):
         E, n_tr = cfg.members, len(train)
         boot = torch.randint(0, n_tr, (E, n_tr), generator=generator).to(dev)
 
-        decay = [{"params": layer.parameters(), "weight_decay": wd}
-                 for layer, wd in zip([*self.layers, self.head], cfg.weight_decay)]
-        rest = [self.max_logvar, self.min_logvar, *self.norms.parameters()]
-        opt = torch.optim.AdamW(decay + [{"params": rest, "weight_decay": 0.0}], lr=cfg.lr)
+        decayed = list(zip([*self.layers, self.head], cfg.weight_decay))
+        if cfg.weight_decay_mode == "l2":
+            opt = torch.optim.Adam(self.parameters(), lr=cfg.lr)
+        else:
+            decay = [{"params": layer.parameters(), "weight_decay": wd} for layer, wd in decayed]
+            rest = [self.max_logvar, self.min_logvar, *self.norms.parameters()]
+            opt = torch.optim.AdamW(decay + [{"params": rest, "weight_decay": 0.0}], lr=cfg.lr)
 
         def holdout_mse() -> Tensor:
             with torch.no_grad():
@@ -274,7 +284,10 @@ class GaussianEnsemble(WorldModel):
         def train_loss(idx: Tensor) -> Tensor:
             mean, logvar = self._trunk(x_tr[idx])
             nll = ((mean - y_tr[idx]).pow(2) * torch.exp(-logvar) + logvar).mean(dim=(1, 2)).sum()
-            return nll + 0.01 * (self.max_logvar.sum() - self.min_logvar.sum())
+            loss = nll + 0.01 * (self.max_logvar.sum() - self.min_logvar.sum())
+            if cfg.weight_decay_mode == "l2":
+                loss = loss + sum(wd * 0.5 * layer.weight.pow(2).sum() for layer, wd in decayed)
+            return loss
 
         best, epoch = fit_members(self, opt, generator, fit_checkpoint, boot, cfg.batch_size, cfg.max_epochs,
                                   cfg.patience, cfg.improvement, train_loss, holdout_mse, member_keys, progress)
