@@ -80,12 +80,21 @@ def abs_error(s, r) -> float:
 
 
 def bootstrap(metric: Callable[[np.ndarray, np.ndarray], float], s, r, samples: int = 2000,
-              level: float = 0.95, seed: int = 0) -> dict:
+              level: float = 0.95, seed: int = 0, strata=None) -> dict:
     """The metric on all policies and a percentile interval over policy resamples.
-    Resamples where the metric is undefined (NaN, e.g. all-tied scores) are dropped and counted."""
+    Resamples where the metric is undefined (NaN, e.g. all-tied scores) are dropped and counted.
+    ``strata`` (one label per policy, e.g. its task): resample within each stratum, so every
+    resample keeps each stratum's count of policies."""
     s, r = _pair(s, r)
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(s), size=(samples, len(s)))
+    if strata is None:
+        idx = rng.integers(0, len(s), size=(samples, len(s)))
+    else:
+        labels = np.asarray(strata)
+        if labels.shape != s.shape:
+            raise ValueError(f"strata: expected one label per policy ({len(s)}), got {labels.shape}")
+        groups = [np.flatnonzero(labels == g) for g in dict.fromkeys(labels.tolist())]
+        idx = np.concatenate([g[rng.integers(0, len(g), size=(samples, len(g)))] for g in groups], axis=1)
     values = np.array([metric(s[i], r[i]) for i in idx])
     ok = values[np.isfinite(values)]
     tail = 100 * (1 - level) / 2

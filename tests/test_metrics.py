@@ -56,6 +56,22 @@ def test_bootstrap_interval_holds_the_value_and_counts_undefined_resamples():
     assert set(report) == {"pearson", "spearman", "kendall", "mmrv", "abs_error", "regret@1", "regret@3"}
 
 
+def test_a_stratified_bootstrap_keeps_every_stratum_whole_in_each_resample():
+    """Resampling within tasks: a resample never drops a task or lends one task's policies to another."""
+    labels = np.array(["a"] * 3 + ["b"] * 5)
+    seen = []
+
+    def record(s, r):
+        seen.append(s.copy())
+        return 0.0
+    metrics.bootstrap(record, np.arange(8.0), np.arange(8.0), samples=200, strata=labels)
+    drawn = np.stack(seen[:-1])                 # the last call is the metric on all policies
+    assert drawn.shape == (200, 8)
+    assert np.isin(drawn[:, :3], [0, 1, 2]).all() and np.isin(drawn[:, 3:], [3, 4, 5, 6, 7]).all()
+    with pytest.raises(ValueError, match="strata: expected one label per policy"):
+        metrics.bootstrap(metrics.pearson, [1.0, 2.0], [1.0, 2.0], strata=["a"])
+
+
 def test_horizon_error_uses_only_valid_rows():
     error = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 100.0]])
     valid = np.array([[True, True, True], [True, True, False]])
