@@ -79,13 +79,23 @@ class WorldModel(nn.Module):
         return False
 
 
+# Config fields added after fits were cached or checkpointed, with the value that reproduces the fits made
+# before them: at that value a field stays out of the config that names a fit, so those fits are still found.
+KEY_SINCE_ADDED = {"weight_decay_mode": "decoupled"}
+
+
+def fit_identity(cfg) -> dict:
+    """The config as it names a fit (a cache key, a fit checkpoint's match)."""
+    return {k: v for k, v in asdict(cfg).items() if k not in KEY_SINCE_ADDED or v != KEY_SINCE_ADDED[k]}
+
+
 class FitCheckpoint:
     """A fit's whole state after each epoch, written atomically to ``path`` (None: not kept). A fit
     that finds the checkpoint of the same fit (same data size, config and seed) continues it, so a
     fit killed at any point ends with the weights of one that never stopped."""
 
     def __init__(self, path: str | Path | None, n: int, cfg, generator: torch.Generator):
-        self.path, self.n, self.config, self.start = path, n, asdict(cfg), generator.get_state()
+        self.path, self.n, self.config, self.start = path, n, fit_identity(cfg), generator.get_state()
 
     def resume(self, model: nn.Module, opt, generator: torch.Generator, device) -> dict | None:
         """The saved progress (``best``, ``best_state``, ``stale``, ``epoch``), with the model, optimiser

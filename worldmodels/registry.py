@@ -7,7 +7,6 @@ import hashlib
 import json
 import time
 from contextlib import contextmanager
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ import torch
 
 from envs.config import build_config
 from envs.errors import ReverieError
-from worldmodels.base import WorldModel, read_checkpoint
+from worldmodels.base import WorldModel, fit_identity, read_checkpoint
 from worldmodels.diffusion import DiffusionConfig, DiffusionWorldModel
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
 from worldmodels.video import VideoConfig, VideoWorldModel
@@ -73,17 +72,10 @@ def _locked(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-# Config fields added after models were cached, with the value that reproduces the fits made before
-# them: at that value a field stays out of the cache key, so those fits are still found.
-KEY_SINCE_ADDED = {"weight_decay_mode": "decoupled"}
-
-
 def cached_model_path(ds, values: dict, seed: int, cache_root: Path) -> Path:
     """Where the cache keeps the model fitted to this data, config and seed."""
-    config = {k: v for k, v in asdict(world_model_config(values)).items()
-              if k not in KEY_SINCE_ADDED or v != KEY_SINCE_ADDED[k]}
-    key = hashlib.blake2b(json.dumps({"name": values["name"], "config": config, "seed": seed,
-                                      "data": dataset_fingerprint(ds)}, sort_keys=True).encode(),
+    key = hashlib.blake2b(json.dumps({"name": values["name"], "config": fit_identity(world_model_config(values)),
+                                      "seed": seed, "data": dataset_fingerprint(ds)}, sort_keys=True).encode(),
                           digest_size=8).hexdigest()
     return cache_root / f"{ds.name}-{values['name']}-seed{seed}-{key}.pt"
 
