@@ -6,6 +6,8 @@ medium, poor and misdirected episodes of TASKS (files remade with positions by `
 
 MOVER=free or MOVER=carry adds the object mover of that form (``object_mover=true, mover=...``).
 
+The dynamics' fit resumes from ``<OUT stem>.fit-checkpoint.pt`` beside OUT when cut short.
+
 Usage (repository root): [MAX_EPOCHS=60] [OBJECTS=1] [MOVER=carry] python assets/reports/manipulation/draws/fit_objects.py MODEL OUT TASK ...
 """
 import dataclasses
@@ -29,10 +31,14 @@ model = load_model(base).over_encoder(objects=objects, success_on="objects" if o
                                       max_epochs=int(os.environ.get("MAX_EPOCHS", 60)), **mover)
 model.spec = dataclasses.replace(model.spec, task=",".join(f"metaworld-{t}" for t in sorted(tasks)))
 t0 = time.perf_counter()
-metrics = model.fit_latent(episodes, torch.Generator().manual_seed(0),
-                           progress=lambda stage, i, v: print(f"  {stage} {i}: {v:.4f}", flush=True))
-metrics["seconds"] = time.perf_counter() - t0
+# The dynamics' fit writes its progress after every epoch beside OUT: cut short (a session's end), it resumes.
+partial = out.parent / f"{out.stem}.fit-checkpoint.pt"
 out.parent.mkdir(parents=True, exist_ok=True)
+metrics = model.fit_latent(episodes, torch.Generator().manual_seed(0),
+                           progress=lambda stage, i, v: print(f"  {stage} {i}: {v:.4f}", flush=True),
+                           checkpoint=partial)
+metrics["seconds"] = time.perf_counter() - t0
 model.save(out)
+partial.unlink(missing_ok=True)
 (out.parent / "metrics.json").write_text(json.dumps(metrics, indent=1))
 print(json.dumps({k: v for k, v in metrics.items() if "member" not in k}, indent=1))
