@@ -28,7 +28,7 @@ torch.set_num_threads(1)
 from envs.atomic_io import write_json
 from envs.manipulation import ManipulationEnv
 from eval import metrics
-from worldmodels.judge import HOLDS, held
+from worldmodels.judge import HOLDS, choose_hold, episode_key, held
 from worldmodels.registry import load_model
 from worldmodels.video import frames_to_obs
 
@@ -84,8 +84,9 @@ def calibrate(model, task: str) -> dict:
         rates[k] = {"tpr": float(verdict[labels].mean()) if labels.any() else float("nan"),
                     "fpr": float(verdict[~labels].mean()) if (~labels).any() else float("nan"),
                     "per_sequence": {n: float(verdict[names == n].mean()) for n in sequences}}
-    finite = {k: r["tpr"] - r["fpr"] for k, r in rates.items() if np.isfinite(r["tpr"] - r["fpr"])}
-    hold = min(finite, key=lambda k: (-round(finite[k], 9), k)) if finite else int(model.success_hold())
+    keyed = {episode_key(rate, "", k): r[rate] for k, r in rates.items() for rate in ("tpr", "fpr")}
+    finite = any(np.isfinite(r["tpr"] - r["fpr"]) for r in rates.values())
+    hold = choose_hold(keyed) if finite else int(model.success_hold())      # the fit's own rule, on these rates
     return {"hold": hold, "fit_hold": int(model.success_hold()), "positives": int(labels.sum()),
             "negatives": int((~labels).sum()), "real_per_sequence": {n: float(labels[names == n].mean())
                                                                    for n in sequences}, "rates": rates}
