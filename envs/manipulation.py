@@ -46,6 +46,8 @@ class ManipulationTask:
     instructions: tuple[str, ...]    # templates for training
     held_out: tuple[str, ...]        # templates kept for testing generalisation
     max_episode_steps: int = 150     # the scripted experts succeed in about 60-110 steps
+    success_body: str = "object"     # what MetaWorld's success measures against the goal: the first object
+                                     # (a puck, a handle, a button) or the hand (reach)
 
     def templates(self, split: str = "train") -> tuple[str, ...]:
         if split == "train":
@@ -57,13 +59,13 @@ class ManipulationTask:
         raise ReverieError(f"instruction split: expected train, test or all, got '{split}'")
 
 
-def _task(short: str, train: tuple[str, ...], test: tuple[str, ...]) -> ManipulationTask:
-    return ManipulationTask(f"metaworld-{short}", f"{short}-v3", train, test)
+def _task(short: str, train: tuple[str, ...], test: tuple[str, ...], **more) -> ManipulationTask:
+    return ManipulationTask(f"metaworld-{short}", f"{short}-v3", train, test, **more)
 
 
 TASKS: dict[str, ManipulationTask] = {t.name: t for t in [
     _task("reach", ("reach the red target", "move the gripper to the target", "put your hand on the goal point"),
-          ("bring the hand to the target position",)),
+          ("bring the hand to the target position",), success_body="hand"),
     _task("push", ("push the puck to the goal", "slide the block to the green target",
                    "move the puck along the table to the goal"), ("shove the puck onto the target",)),
     _task("pick-place", ("pick up the puck and place it at the goal", "grasp the object and put it on the target",

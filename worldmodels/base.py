@@ -86,7 +86,9 @@ KEY_SINCE_ADDED = {"weight_decay_mode": "decoupled"}
 
 def fit_identity(cfg) -> dict:
     """The config as it names a fit (a cache key, a fit checkpoint's match)."""
-    return {k: v for k, v in asdict(cfg).items() if k not in KEY_SINCE_ADDED or v != KEY_SINCE_ADDED[k]}
+    omits = cfg.key_omits() if hasattr(cfg, "key_omits") else set()
+    return {k: v for k, v in asdict(cfg).items()
+            if k not in omits and (k not in KEY_SINCE_ADDED or v != KEY_SINCE_ADDED[k])}
 
 
 class FitCheckpoint:

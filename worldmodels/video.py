@@ -55,6 +55,7 @@ from worldmodels.judge import (HOLDS, SuccessJudge, choose_hold, chw, first_fram
 
 CHECKPOINT_FORMAT = "reverie.video/1"
 PROPRIO = 4
+SUCCESS_RELATION = 7       # the head's relation features: the object's offset from the goal, its length, the goal
 CARRY_MIN_MOVE = 1e-3      # metres: a step whose hand moved less along an axis says nothing of the object's share there
 
 
@@ -86,6 +87,10 @@ class VideoConfig:
                                         # privileged/objects) join the latent state: the dynamics predict them,
                                         # a reader infers them from the start frame
     reader_steps: int = 3000            # the object reader's updates (batches of 64 real frames)
+    success_inputs: str = "relation"    # the head on positions reads: relation (the object's offset from the goal,
+                                        # its length, and the goal: what MetaWorld's success measures) or state
+                                        # (the proprioception, object and goal as they are: it may read a closed
+                                        # gripper at the right place as success, a shortcut the data allow)
     object_mover: bool = False          # with objects: the object's change comes from a net that sees only what
                                         # contact depends on (the hand relative to the object, the gripper, the
                                         # action), not the goal or the frame; the goal stays where it is
@@ -102,6 +107,8 @@ class VideoConfig:
                                f"got '{self.success_on}'")
         if self.success_on == "objects" and not self.objects:
             raise ReverieError("world_model.success_on=objects needs world_model.objects=true")
+        if self.success_inputs not in ("relation", "state"):
+            raise ReverieError(f"world_model.success_inputs: expected relation or state, got '{self.success_inputs}'")
         if self.mover not in ("free", "carry"):
             raise ReverieError(f"world_model.mover: expected free or carry, got '{self.mover}'")
         if self.object_mover and not self.objects:
@@ -121,6 +128,11 @@ class VideoConfig:
             if getattr(self, name) < 1:
                 raise ReverieError(f"world_model.{name}: expected a positive integer, got {getattr(self, name)}")
         return self
+
+    def key_omits(self) -> set[str]:
+        """Options with no effect on this fit, left out of its name (``base.fit_identity``): models cached
+        before such an option was added keep their keys."""
+        return set() if self.objects else {"success_inputs"}
 
 
 def image_size_of(obs_dim: int) -> int:
@@ -254,8 +266,9 @@ class VideoWorldModel(WorldModel):
         self.judge = SuccessJudge(self.size)
         if cfg.objects:
             self.reader = ObjectReader(self.size)
-            self.object_success = _mlp(PROPRIO + OBJECT_DIM, 1)
-            self.object_input_norm = Normalizer(PROPRIO + OBJECT_DIM)
+            width = SUCCESS_RELATION if cfg.success_inputs == "relation" else PROPRIO + OBJECT_DIM
+            self.object_success = _mlp(width, 1)
+            self.object_input_norm = Normalizer(width)
             if cfg.object_mover:
                 self.mover = CarryMover(3 + 1 + act_dim) if cfg.mover == "carry" else _mlp(3 + 1 + act_dim, 3)
                 self.mover_in = Normalizer(3 + 1 + act_dim)
@@ -354,9 +367,18 @@ class VideoWorldModel(WorldModel):
         with torch.enable_grad():
             return self._train_head(self.mover, features, self.mover_out(out), F.mse_loss, generator)
 
+    def success_features(self, x: Tensor) -> Tensor:
+        """What the head on positions reads of ``x`` = proprioception, object and goal positions: with
+        ``success_inputs=relation`` the object's offset from the goal, its length and the goal (which says
+        the task, and so the distance that counts); with ``state``, ``x`` itself."""
+        if self.cfg.success_inputs == "state":
+            return x
+        obj, goal = x[:, PROPRIO:PROPRIO + 3], x[:, PROPRIO + 3:PROPRIO + 6]
+        return torch.cat([obj - goal, (obj - goal).norm(dim=1, keepdim=True), goal], 1)
+
     def objects_success(self, x: Tensor) -> Tensor:
         """Success probability ``[N]`` from ``x`` = proprioception, object and goal positions."""
-        return torch.sigmoid(self.object_success(self.object_input_norm(x))).squeeze(1)
+        return torch.sigmoid(self.object_success(self.object_input_norm(self.success_features(x)))).squeeze(1)
 
     # ---------------------------------------------------------------- contract
     def init_state(self, start: Tensor, generator: torch.Generator | None = None, member: Tensor | None = None,
@@ -440,6 +462,7 @@ class VideoWorldModel(WorldModel):
         weights of one that never stopped (an hour's fit on two cores can span sessions)."""
         cfg = self.cfg
         self._check_frame_size(episodes)
+        self.check_success_inputs()
         frames = torch.cat([torch.from_numpy(e.images) for e in episodes])               # uint8 [N, S, S, 3]
         n = len(frames)
         first = first_frame_index(episodes)     # the reference of every latent the dynamics see
@@ -520,6 +543,7 @@ class VideoWorldModel(WorldModel):
         ``unroll_steps``, on their own predictions), inverse dynamics and success heads. On its own, it
         refits a model's dynamics on other episodes (more varied actions) over the same frame encoder."""
         cfg = self.cfg
+        self.check_success_inputs()
         zs = [self.encode_images(e.images) for e in episodes]              # latents of every frame, by episode
         all_z = torch.cat(zs)
         self.latent_norm.fit(all_z)
@@ -594,17 +618,56 @@ class VideoWorldModel(WorldModel):
         start_frames = chw(torch.cat([torch.from_numpy(episodes[i].images[:1]) for i in hold]))
         miss = self.reader.read(start_frames) - torch.cat([xs[i][:1, PROPRIO:] for i in hold])
 
-        x_in = torch.cat([xs[i][1:] for i in train])
+        return {"reader_error_object_m": float(miss[:, :3].norm(dim=1).mean()),
+                "reader_error_goal_m": float(miss[:, 3:].norm(dim=1).mean()),
+                **self.fit_object_success(episodes, xs, train, hold, generator)}
+
+    def refit_object_success(self, episodes, generator: torch.Generator,
+                             success_inputs: str | None = None) -> dict[str, float]:
+        """The head on positions fitted again on real ``episodes`` (with ``success_inputs`` if given), the rest of
+        the model as it is: seconds, against the hour the dynamics take. Returns ``fit_object_success``'s
+        figures on a fifth of the episodes held out."""
+        from dataclasses import replace
+
+        if not self.cfg.objects:
+            raise ReverieError("refitting the success head on positions needs a model with world_model.objects=true")
+        if success_inputs is not None and success_inputs != self.cfg.success_inputs:
+            self.cfg = replace(self.cfg, success_inputs=success_inputs).validate()
+            width = SUCCESS_RELATION if success_inputs == "relation" else PROPRIO + OBJECT_DIM
+            self.object_success = _mlp(width, 1)
+            self.object_input_norm = Normalizer(width)
+        self.check_success_inputs()
+        xs = [self.episode_extra(e) for e in episodes]
+        hold, train = split_episodes(list(range(len(episodes))), 0.2, generator)
+        return self.fit_object_success(episodes, xs, train, hold or train, generator)
+
+    def check_success_inputs(self) -> None:
+        """Refused before a fit: a head on the object's relation to the goal for a task whose success is the
+        hand's (reach)."""
+        if not self.cfg.objects or self.cfg.success_inputs != "relation":
+            return
+        from envs.manipulation import TASKS
+
+        hand = [t for t in (self.spec.task or "").split(",") if t in TASKS and TASKS[t].success_body == "hand"]
+        if hand:
+            raise ReverieError(f"world_model.success_inputs=relation: the success of {', '.join(hand)} is the "
+                               "hand's distance to the goal, which it leaves out; use success_inputs=state")
+
+    def fit_object_success(self, episodes, xs: list[Tensor], train: list[int], hold: list[int],
+                           generator: torch.Generator) -> dict[str, float]:
+        """The success head on positions, on the ``train`` episodes' real positions and MetaWorld's labels;
+        returns its loss and its episode rates on the ``hold`` episodes (a success where it passes 0.5 at some
+        step)."""
+        self.check_success_inputs()
+        x_in = self.success_features(torch.cat([xs[i][1:] for i in train]))
         labels = torch.cat([torch.from_numpy(episodes[i].success).float() for i in train])
         self.object_input_norm.fit(x_in)
         bce = self._train_head(self.object_success, self.object_input_norm(x_in), labels[:, None],
                                F.binary_cross_entropy_with_logits, generator)
-        with torch.no_grad():       # held-out episodes: a success where the head passes 0.5 at some step
+        with torch.no_grad():
             said = np.array([bool((self.objects_success(xs[i][1:]) > 0.5).any()) for i in hold])
         truth = np.array([bool(episodes[i].success.any()) for i in hold])
-        return {"reader_error_object_m": float(miss[:, :3].norm(dim=1).mean()),
-                "reader_error_goal_m": float(miss[:, 3:].norm(dim=1).mean()),
-                "objects_success_bce": bce,
+        return {"objects_success_bce": bce,
                 "objects_success_tpr": float(said[truth].mean()) if truth.any() else float("nan"),
                 "objects_success_fpr": float(said[~truth].mean()) if (~truth).any() else float("nan")}
 
@@ -695,7 +758,8 @@ class VideoWorldModel(WorldModel):
     @classmethod
     def older_defaults(cls) -> dict:
         return {"success_on": "latent",           # before the judge, the head was the success signal
-                "reference": "mean"}               # and the decoder drew from the data's mean frame
+                "reference": "mean",               # and the decoder drew from the data's mean frame
+                "success_inputs": "state"}         # and the head on positions read them as they are
 
     def may_lack(self, key: str) -> bool:
         """Checkpoints from before the judge have none (a model that does not use it may load them), judges

@@ -3,7 +3,9 @@
 The policy runs from RESETS simulator resets (seed 20000 on) in MetaWorld and in a video model with the objects'
 positions in its latent state (``objects=true``), the model at its mean. Printed at a few steps, averaged over
 the resets: the hand's and the object's distance from the goal, real and imagined, how far the imagined hand
-and object are from the real ones, how often the hand is outside the box the model's data cover, and the
+and object are from the real ones, how often the imagined hand is at the edge of the box the model's data fill
+(``x_low``/``x_high``, where the model clamps it; logs before session 20 counted beyond 3 spreads of the head's
+normaliser instead), and the
 success signal (real: MetaWorld's; imagined: the model's head; and the head on the real positions).
 
 Usage (repository root): python assets/reports/manipulation/draws/where.py TASK MODEL POLICY [RESETS]
@@ -60,18 +62,17 @@ for t in range(H):
     imag_s[t] = out.success.numpy()
 with torch.no_grad():
     head_real = model.objects_success(torch.from_numpy(real_x.reshape(-1, 10))).reshape(H, n).numpy()
-lo, hi = model.object_input_norm.mean - 3 * model.object_input_norm.std, \
-    model.object_input_norm.mean + 3 * model.object_input_norm.std        # the data's box, +-3 spreads
+lo, hi = model.x_low, model.x_high               # the box the model's data fill (imagined x is clamped to it)
 
 def goal_dist(x, part):
     return np.linalg.norm((x[..., :3] if part == "hand" else x[..., 4:7]) - x[..., 7:10], axis=-1)
 
 print(f"{task}, {name}, {n} resets from seed 20000, {H} steps, model {model_path} at its mean")
-print(" step | hand-goal real/imag | obj-goal real/imag | imag-real hand / obj | hand outside data box | "
+print(" step | hand-goal real/imag | obj-goal real/imag | imag-real hand / obj | hand at the data box's edge | "
       "success real / head(real x) / imagined (any step so far)")
 for c in checks:
     t = c - 1
-    out_box = ((imag_x[t, :, :3] < lo[:3].numpy()) | (imag_x[t, :, :3] > hi[:3].numpy())).any(1).mean()
+    out_box = ((imag_x[t, :, :3] <= lo[:3].numpy()) | (imag_x[t, :, :3] >= hi[:3].numpy())).any(1).mean()
     print(f" {c:4d} | {goal_dist(real_x[t], 'hand').mean():.3f} / {goal_dist(imag_x[t], 'hand').mean():.3f} | "
           f"{goal_dist(real_x[t], 'obj').mean():.3f} / {goal_dist(imag_x[t], 'obj').mean():.3f} | "
           f"{np.linalg.norm(imag_x[t, :, :3] - real_x[t, :, :3], axis=1).mean():.3f} / "
