@@ -193,6 +193,27 @@ def test_every_dataset_of_the_comparisons_has_its_papers_settings(agent):
             assert tcfg.rollout_length == 1 and acfg.penalty_coef == 1.0
 
 
+@pytest.mark.parametrize("agent", ["mopo", "mobile", "ravl", "mbpo", "neubay", "td3bc", "iql"])
+def test_every_option_of_a_learner_is_listed_in_its_config_and_set_without_a_plus(agent):
+    """A learner's yaml lists every field of its config, so `agent.KEY=VALUE` sets any of them (an option
+    missing from the yaml needs Hydra's `+agent.KEY=`, which nobody guesses), and the listed value is the one
+    the learner would take without it."""
+    import dataclasses
+
+    from agents.registry import AGENTS
+    from eval.cli import COMMANDS, _compose, train_configs
+
+    overrides = [f"agent={agent}", "dataset=hopper-medium", "train.steps=1000"]
+    cfg = _compose(COMMANDS["train"], overrides)
+    fields = dataclasses.fields(AGENTS[agent][1])
+    assert {f.name for f in fields} <= set(cfg.agent), sorted({f.name for f in fields} - set(cfg.agent))
+    if any(f.name == "target_entropy" for f in fields):
+        assert cfg.agent.target_entropy is None                         # -|A|, the learners' own default
+        overrides = [*overrides, "agent.target_entropy=-3"]
+        _, acfg, _, _, _ = train_configs(_compose(COMMANDS["train"], overrides), overrides, "hopper-medium")
+        assert acfg.target_entropy == -3
+
+
 def test_mobile_takes_its_authors_actor_schedule_and_fixed_temperature():
     """The shipped MOBILE config: the actor's rate decays by a cosine over the run's own budget, the learned
     temperature is capped at 1 where it is used, and on hopper-medium, where the authors fix the temperature,
