@@ -504,6 +504,12 @@ def test_the_carry_mover_keeps_an_untouched_object_still_and_carries_a_held_one(
     with pytest.raises(ReverieError, match="world_model.mover: expected free or carry, got 'drag'"):
         model.over_encoder(objects=True, object_mover=True, mover="drag")
 
+    # trained on its own predictions, the dynamics are scored on what a step takes from them (latents and the
+    # proprioception), not on positions the mover and the goal own: within one episode the goal and the untouched
+    # puck do not move at all, and the least error there, in units of that spread, would be in the thousands
+    unrolled = carry.train_unrolled(ds.episodes[:1], 3, 1, g)
+    assert 0 < unrolled["unrolled3_holdout_before"] < 1 and 0 < unrolled["unrolled3_holdout_after"] < 1
+
 
 def test_the_relation_head_reads_success_off_the_object_and_goal_not_a_closed_gripper(reach):
     """success_inputs=relation: MetaWorld's success (push, drawer-open, ...) is the object's distance to the goal.

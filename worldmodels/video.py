@@ -704,7 +704,13 @@ class VideoWorldModel(WorldModel):
         perm = torch.randperm(n, generator=generator)
         n_hold = max(1, n // 20)
         hold, train = perm[:n_hold], perm[n_hold:]
-        z_scale, p_scale = self.latent_norm.std, p_true.reshape(-1, self.extra).std(0).clamp_min(1e-6)
+        # errors in units of the spread the model was fitted on, not of these episodes' (where a gripper never
+        # closed or a goal never moved has none, and its least error would swamp the rest); floored at a millimetre
+        z_scale = self.latent_norm.std
+        p_scale = dyn.input_norm.std[2 * L:2 * L + self.extra].clamp_min(1e-3)
+        # with the object mover, the positions a step shows are the mover's and the goal's, not the dynamics': the
+        # unroll carries the real ones along and scores the proprioception alone
+        own = self.extra if not (self.cfg.objects and self.cfg.object_mover) else PROPRIO
 
         def unrolled_error(rows: Tensor) -> Tensor:
             E = self.cfg.members
@@ -716,8 +722,10 @@ class VideoWorldModel(WorldModel):
                 delta = dyn.target_norm.inverse(mean)[..., :-1]
                 nxt = lat + delta
                 z, p = nxt[..., :L], nxt[..., 2 * L:]
+                if own < self.extra:
+                    p = torch.cat([p[..., :own], p_true[rows, j, own:].expand(E, -1, -1)], -1)
                 loss = loss + ((z - z_true[rows, j]) / z_scale).pow(2).mean() + \
-                    ((p - p_true[rows, j]) / p_scale).pow(2).mean()
+                    ((p[..., :own] - p_true[rows, j, :own]) / p_scale[:own]).pow(2).mean()
                 lat = torch.cat([z, lat[..., :L], p], -1)                      # the context slides by one frame
             return loss / steps
 
