@@ -550,3 +550,51 @@ def test_the_relation_head_reads_success_off_the_object_and_goal_not_a_closed_gr
     # an option with no effect leaves a fit's name alone: models cached before it keep their keys
     assert "success_inputs" not in fit_identity(VideoConfig()) and "success_inputs" in fit_identity(
         VideoConfig(objects=True))
+
+
+def test_the_hand_mover_follows_the_action_slowed_by_what_it_holds(reach):
+    """hand_mover: the proprioception's change comes from a net on the action, the gripper, the hand relative to
+    the object and the object relative to the goal. A step's imagined proprioception is exactly that change
+    (kept in the data's box); fitted where a held object drags on the hand, it moves a free hand by the whole
+    action and a holding one by a third of it, as MetaWorld's drawer slows the hand that pulls it."""
+    ds, model, _ = reach
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    hm = model.over_encoder(objects=True, success_on="objects", success_inputs="state", hand_mover=True,
+                            reader_steps=300, head_epochs=100)
+    metrics = hm.fit_latent(ds.episodes, g)
+    assert np.isfinite(metrics["hand_mover_mse"]) and metrics["hand_mover_mse"] < 0.5
+    e = ds.episodes[0]
+    state = hm.init_state(frames_to_obs(e.images[:1], e.states[:1]), g)
+    x_now, act = state["latent"][:, 2 * 32:], torch.from_numpy(e.actions[:1])
+    state, out = hm.step(state, act, generator=g, deterministic=True)
+    expected = torch.maximum(torch.minimum(x_now[:, :4] + hm.hand_move(x_now, act), hm.x_high[:4]), hm.x_low[:4])
+    torch.testing.assert_close(state["latent"][:, 2 * 32:2 * 32 + 4], expected)
+    torch.testing.assert_close(out.obs[:, -4:], expected)
+    # unrolled, the dynamics are scored on the latents alone: the positions and the hand are the movers'
+    unrolled = hm.train_unrolled(ds.episodes[:1], 3, 1, g)
+    assert 0 < unrolled["unrolled3_holdout_before"] < 1
+
+    rng = np.random.default_rng(0)
+    episodes, xs = [], []
+    for k in range(40):
+        T, held = 60, k % 2 == 0
+        actions = rng.uniform(-1, 1, (T, 4)).astype(np.float32)
+        actions[:, 3] = 1.0 if held else -1.0
+        hand = np.cumsum(np.concatenate([[[0.0, 0.6, 0.1]], actions[:, :3] * (0.003 if held else 0.01)]), 0)
+        grip = np.full((T + 1, 1), 0.3 if held else 1.0)
+        obj = hand.copy() if held else hand + [0.3, 0.0, 0.0]
+        goal = np.broadcast_to([0.0, 0.5, 0.1], (T + 1, 3))
+        x = np.concatenate([hand, grip, obj, goal], 1).astype(np.float32)
+        episodes.append(Episode(None, x[:, :4], actions, np.zeros(T, np.float32), np.zeros(T, bool), "", k, x[:, 4:]))
+        xs.append(torch.from_numpy(x))
+    hm.fit_hand(episodes, g, xs)
+    pull = torch.tensor([[0.0, -1.0, 0.0, 1.0]])
+    free_pull = torch.tensor([[0.0, -1.0, 0.0, -1.0]])
+    with torch.no_grad():
+        held_move = hm.hand_move(xs[0][30:31], pull)[0, :3]
+        free_move = hm.hand_move(xs[1][30:31], free_pull)[0, :3]
+    torch.testing.assert_close(free_move, torch.tensor([0.0, -0.01, 0.0]), atol=1.5e-3, rtol=0)
+    torch.testing.assert_close(held_move, torch.tensor([0.0, -0.003, 0.0]), atol=1.5e-3, rtol=0)
+    with pytest.raises(ReverieError, match="hand_mover=true needs world_model.objects=true"):
+        model.over_encoder(hand_mover=True)

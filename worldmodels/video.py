@@ -96,6 +96,10 @@ class VideoConfig:
                                         # action), not the goal or the frame; the goal stays where it is
     mover: str = "free"                 # free: that net gives the object's change; carry: it gives a gate per axis
                                         # and the object takes that share of the hand's own predicted change
+    hand_mover: bool = False            # with objects: the proprioception's change comes from a net on the action,
+                                        # the gripper, the hand relative to the object and the object relative to
+                                        # the goal (MetaWorld's hand follows the action, slowed by what it holds),
+                                        # not from the latent dynamics
     judge_steps: int = 3000             # the judge's updates (batches of 64, half of them successful frames)
     holdout_ratio: float = 0.1
 
@@ -111,6 +115,9 @@ class VideoConfig:
             raise ReverieError(f"world_model.success_inputs: expected relation or state, got '{self.success_inputs}'")
         if self.mover not in ("free", "carry"):
             raise ReverieError(f"world_model.mover: expected free or carry, got '{self.mover}'")
+        if self.hand_mover and not self.objects:
+            raise ReverieError("world_model.hand_mover=true needs world_model.objects=true: it reads where the "
+                               "object is, which the latent state holds only then")
         if self.object_mover and not self.objects:
             raise ReverieError("world_model.object_mover=true needs world_model.objects=true: it moves the "
                                "objects' positions, which the latent state holds only then")
@@ -273,6 +280,8 @@ class VideoWorldModel(WorldModel):
                 self.mover = CarryMover(3 + 1 + act_dim) if cfg.mover == "carry" else _mlp(3 + 1 + act_dim, 3)
                 self.mover_in = Normalizer(3 + 1 + act_dim)
                 self.mover_out = Normalizer(3)
+            if cfg.hand_mover:
+                self._make_hand_mover()
         self.latent_norm = Normalizer(L)
         # the box the data's x (proprioception, positions) fill: imagined x stays inside it (MetaWorld clips the
         # hand to its workspace; a model left alone walks it out, where no head has seen anything)
@@ -334,6 +343,42 @@ class VideoWorldModel(WorldModel):
             raise ReverieError(f"world_model.objects=true: episode seed {episode.seed} has no privileged/objects "
                                "(datasets made before they were recorded); make the dataset again")
         return torch.cat([states, torch.from_numpy(episode.objects).float()], 1)
+
+    def _make_hand_mover(self) -> None:
+        width = 3 + 1 + self.spec.act_dim + 3
+        self.hand_net = _mlp(width, PROPRIO)
+        self.hand_in = Normalizer(width)
+        self.hand_out = Normalizer(PROPRIO)
+
+    def hand_input(self, x: Tensor, action: Tensor) -> Tensor:
+        """What the hand's motion depends on: the hand relative to the object, the gripper, the action, and the
+        object relative to the goal (how far a drawer or door has come, and so how hard it pulls back)."""
+        obj, goal = x[:, PROPRIO:PROPRIO + 3], x[:, PROPRIO + 3:PROPRIO + 6]
+        return torch.cat([x[:, :3] - obj, x[:, 3:4], action, obj - goal], 1)
+
+    def hand_move(self, x: Tensor, action: Tensor) -> Tensor:
+        """The proprioception's predicted change ``[N, PROPRIO]`` for states ``x`` and actions."""
+        return self.hand_out.inverse(self.hand_net(self.hand_in(self.hand_input(x, action))))
+
+    def fit_hand(self, episodes, generator: torch.Generator, xs: list[Tensor] | None = None) -> float:
+        """The hand mover on real transitions (``xs``: their ``episode_extra``, if at hand); returns its final mean
+        squared error in units of the change's spread."""
+        xs = xs if xs is not None else [self.episode_extra(e) for e in episodes]
+        inp = torch.cat([self.hand_input(x[:-1], torch.from_numpy(e.actions)) for e, x in zip(episodes, xs)])
+        out = torch.cat([x[1:, :PROPRIO] - x[:-1, :PROPRIO] for x in xs])
+        self.hand_in.fit(inp)
+        self.hand_out.fit(out)
+        with torch.enable_grad():
+            return self._train_head(self.hand_net, self.hand_in(inp), self.hand_out(out), F.mse_loss, generator)
+
+    def add_hand_mover(self, episodes, generator: torch.Generator) -> float:
+        """Turn ``hand_mover`` on in a fitted model with objects and fit it on real ``episodes`` (seconds; the
+        rest of the model as it is). Returns ``fit_hand``'s error."""
+        from dataclasses import replace
+
+        self.cfg = replace(self.cfg, hand_mover=True).validate()
+        self._make_hand_mover()
+        return self.fit_hand(episodes, generator)
 
     def mover_input(self, x: Tensor, action: Tensor) -> Tensor:
         """What the object's motion may depend on: the hand relative to the object, the gripper, the action."""
@@ -399,8 +444,11 @@ class VideoWorldModel(WorldModel):
         _, out = self.dynamics.step({"obs": lat, "member": state["member"]}, action, generator=generator,
                                     deterministic=deterministic)
         x = out.obs[:, 2 * L:].clamp(self.x_low, self.x_high)      # within the box the data fill
+        x_now = lat[:, 2 * L:]
+        if self.cfg.hand_mover:                             # the hand follows the action, slowed by what it holds
+            hand = x_now[:, :PROPRIO] + self.hand_move(x_now, action)
+            x = torch.cat([hand, x[:, PROPRIO:]], 1).clamp(self.x_low, self.x_high)
         if self.cfg.objects and self.cfg.object_mover:      # the object moves by contact; the goal stays
-            x_now = lat[:, 2 * L:]
             obj = x_now[:, PROPRIO:PROPRIO + 3] + self.object_move(x_now, action, x[:, :3] - x_now[:, :3])
             x = torch.cat([x[:, :PROPRIO], obj, x_now[:, PROPRIO + 3:]], 1)
             x = x.clamp(self.x_low, self.x_high)
@@ -593,6 +641,8 @@ class VideoWorldModel(WorldModel):
             metrics.update(self.fit_objects(episodes, xs, generator, progress))
         if cfg.objects and cfg.object_mover:
             metrics["object_mover_mse"] = self.fit_mover(episodes, generator, xs)
+        if cfg.hand_mover:
+            metrics["hand_mover_mse"] = self.fit_hand(episodes, generator, xs)
         return metrics
 
     def fit_objects(self, episodes, xs: list[Tensor], generator: torch.Generator, progress=None) -> dict[str, float]:
@@ -711,6 +761,7 @@ class VideoWorldModel(WorldModel):
         # with the object mover, the positions a step shows are the mover's and the goal's, not the dynamics': the
         # unroll carries the real ones along and scores the proprioception alone
         own = self.extra if not (self.cfg.objects and self.cfg.object_mover) else PROPRIO
+        own = 0 if self.cfg.hand_mover else own               # the hand mover's, likewise
 
         def unrolled_error(rows: Tensor) -> Tensor:
             E = self.cfg.members
@@ -724,8 +775,9 @@ class VideoWorldModel(WorldModel):
                 z, p = nxt[..., :L], nxt[..., 2 * L:]
                 if own < self.extra:
                     p = torch.cat([p[..., :own], p_true[rows, j, own:].expand(E, -1, -1)], -1)
-                loss = loss + ((z - z_true[rows, j]) / z_scale).pow(2).mean() + \
-                    ((p[..., :own] - p_true[rows, j, :own]) / p_scale[:own]).pow(2).mean()
+                loss = loss + ((z - z_true[rows, j]) / z_scale).pow(2).mean()
+                if own:
+                    loss = loss + ((p[..., :own] - p_true[rows, j, :own]) / p_scale[:own]).pow(2).mean()
                 lat = torch.cat([z, lat[..., :L], p], -1)                      # the context slides by one frame
             return loss / steps
 

@@ -1,0 +1,32 @@
+"""Issue 7: a video model with objects given the hand mover (``world_model.hand_mover=true``): the
+proprioception's change from a net on the action, the gripper, the hand relative to the object and the object
+relative to the goal, fitted on the real episodes of TASKS (expert, medium, poor, misdirected); the rest of the
+model unchanged (``VideoWorldModel.add_hand_mover``, seconds).
+
+Why: on drawer-open, driven open loop by the real actions of a policy that opens the drawer, the latent
+dynamics' hand falls behind the real one while it pulls, and the handle it carries stops short of the goal;
+with the real hand put in its place the carried handle reaches the goal (``open_loop_hand.py``).
+
+Usage (repository root): python assets/reports/manipulation/draws/add_hand.py MODEL OUT TASK ...
+"""
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+torch.set_num_threads(1)
+from loop_data import loop_episodes
+from worldmodels.registry import load_model
+
+base, out, tasks = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+model = load_model(base)
+episodes = [e for task in tasks for e in loop_episodes(f"metaworld-{task}")]
+t0 = time.perf_counter()
+metrics = {"hand_mover_mse": model.add_hand_mover(episodes, torch.Generator().manual_seed(0)),
+           "seconds": time.perf_counter() - t0}
+out.parent.mkdir(parents=True, exist_ok=True)
+model.save(out)
+(out.parent / "metrics.json").write_text(json.dumps(metrics, indent=1))
+print(json.dumps(metrics, indent=1))
