@@ -1,5 +1,6 @@
 """The real episodes the loop's judge learns from (every task's expert 50, medium 25, poor 25 and misdirected 25,
 seeds 0-3, the loop's cached files) and the fifth held out, as ``add_judge.py`` split them."""
+import numpy as np
 import torch
 
 from envs.builtin import cache_dir
@@ -27,3 +28,31 @@ def judge_episodes(generator: torch.Generator) -> tuple[list, list, dict]:
             task_of[id(e)] = t
     hold, train = split_episodes(episodes, 0.2, generator)
     return hold, train, task_of
+
+
+def real_rollouts(task: str, policy_path: str, seeds: list[int], steps: int):
+    """One VLA policy closed loop in MetaWorld (``task`` without its ``metaworld-`` prefix), acting
+    deterministically from each of ``seeds`` for ``steps`` steps. Returns (the policy's name, its start frames and
+    proprioception and instructions as ``reset_starts`` gives them, ``x`` ``[steps, n, 10]``: the proprioception,
+    object and goal after each step, the actions ``[steps, n, 4]``, MetaWorld's success ``[steps, n]``)."""
+    from envs.manipulation import ManipulationEnv
+    from eval.video_evaluate import load_vla_policies, reset_starts
+
+    name, _, vla = load_vla_policies([policy_path])[0]
+    frames0, states0, texts = reset_starts(f"metaworld-{task}", seeds, 64)
+    env = ManipulationEnv(f"metaworld-{task}", 64, max_episode_steps=steps)
+    n = len(seeds)
+    x, actions, success = np.zeros((steps, n, 10), np.float32), np.zeros((steps, n, 4), np.float32), \
+        np.zeros((steps, n), bool)
+    for b, seed in enumerate(seeds):
+        obs = env.reset(seed)
+        vla.reset(seed=0)
+        for t in range(steps):
+            a = vla.select_action({"image": torch.from_numpy(obs["image"])[None],
+                                   "state": torch.from_numpy(obs["state"])[None], "instruction": [texts[b]]})[0].numpy()
+            actions[t, b] = a
+            obs, _, _, _, info = env.step(a)
+            x[t, b] = np.concatenate([obs["state"], env.objects()])
+            success[t, b] = info["success"]
+    env.close()
+    return name, (frames0, states0, texts), x, actions, success

@@ -13,28 +13,14 @@ import numpy as np
 import torch
 
 torch.set_num_threads(1)
-from envs.manipulation import ManipulationEnv
-from eval.video_evaluate import load_vla_policies, reset_starts
+from loop_data import real_rollouts
 from worldmodels.registry import load_model
 from worldmodels.video import frames_to_obs
 
 task, policy_path, model_paths = sys.argv[1], sys.argv[2], sys.argv[3:]
 n, H = int(os.environ.get("RESETS", 8)), 120
-name, _, vla = load_vla_policies([policy_path])[0]
 seeds = list(range(20000, 20000 + n))
-frames0, states0, texts = reset_starts(f"metaworld-{task}", seeds, 64)
-env = ManipulationEnv(f"metaworld-{task}", 64, max_episode_steps=H)
-X, A = np.zeros((H, n, 10), np.float32), np.zeros((H, n, 4), np.float32)
-for b, s in enumerate(seeds):
-    obs = env.reset(s)
-    vla.reset(seed=0)
-    for t in range(H):
-        a = vla.select_action({"image": torch.from_numpy(obs["image"])[None], "state": torch.from_numpy(obs["state"])[None],
-                               "instruction": [texts[b]]})[0].numpy()
-        A[t, b] = a
-        obs, _, _, _, _ = env.step(a)
-        X[t, b] = np.concatenate([obs["state"], env.objects()])
-env.close()
+name, (frames0, states0, _), X, A, _ = real_rollouts(task, policy_path, seeds, H)
 goal = X[0, :, 7:10]
 hands = []
 for path in model_paths:

@@ -11,33 +11,17 @@ Usage (repository root): python assets/reports/manipulation/draws/probe_head.py 
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
 torch.set_num_threads(1)
-from envs.manipulation import ManipulationEnv
-from eval.video_evaluate import load_vla_policies, reset_starts
+from loop_data import real_rollouts
 from worldmodels.registry import load_model
 
 task, model_path, policy_path = sys.argv[1:4]
 n, H = (int(sys.argv[4]) if len(sys.argv) > 4 else 5), 60
 model = load_model(Path(model_path))
-name, _, vla = load_vla_policies([policy_path])[0]
-seeds = list(range(20000, 20000 + n))
-_, _, texts = reset_starts(f"metaworld-{task}", seeds, 64)
-env = ManipulationEnv(f"metaworld-{task}", 64, max_episode_steps=H)
-X, real = np.zeros((n, H, 10), np.float32), np.zeros((n, H), bool)
-for b, s in enumerate(seeds):
-    obs = env.reset(s)
-    vla.reset(seed=0)
-    for t in range(H):
-        a = vla.select_action({"image": torch.from_numpy(obs["image"])[None], "state": torch.from_numpy(obs["state"])[None],
-                               "instruction": [texts[b]]})[0].numpy()
-        obs, _, _, _, info = env.step(a)
-        X[b, t] = np.concatenate([obs["state"], env.objects()])
-        real[b, t] = info["success"]
-env.close()
-X = torch.from_numpy(X)
+name, _, x, _, success = real_rollouts(task, policy_path, list(range(20000, 20000 + n)), H)
+X, real = torch.from_numpy(x).transpose(0, 1), success.T              # [n, H, 10], [n, H]
 
 
 def said(x: torch.Tensor) -> str:

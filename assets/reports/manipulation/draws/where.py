@@ -18,8 +18,8 @@ import torch
 
 torch.set_num_threads(1)
 from agents.vla_finetune import VLAEnginePolicy
-from envs.manipulation import PROPRIO_DIM, ManipulationEnv
-from eval.video_evaluate import load_vla_policies, reset_starts
+from eval.video_evaluate import load_vla_policies
+from loop_data import real_rollouts
 from worldmodels.registry import load_model
 from worldmodels.video import frames_to_obs
 
@@ -28,25 +28,12 @@ n = int(sys.argv[4]) if len(sys.argv) > 4 else 20
 H, checks = 150, (10, 25, 50, 75, 100, 150)
 model = load_model(Path(model_path))
 assert model.cfg.objects, "a model with objects=true"
-name, _, vla = load_vla_policies([policy_path])[0]
 seeds = list(range(20000, 20000 + n))
-frames0, states0, texts = reset_starts(f"metaworld-{task}", seeds, 64)
-
 # real side: the policy closed loop in MetaWorld, positions recorded
-env = ManipulationEnv(f"metaworld-{task}", 64, max_episode_steps=H)
-real_x, real_s = np.zeros((H, n, 10), np.float32), np.zeros((H, n), bool)
-for b, s in enumerate(seeds):
-    obs = env.reset(s)
-    vla.reset(seed=0)
-    for t in range(H):
-        a = vla.select_action({"image": torch.from_numpy(obs["image"])[None], "state": torch.from_numpy(obs["state"])[None],
-                               "instruction": [texts[b]]})[0].numpy()
-        obs, _, _, _, info = env.step(a)
-        real_x[t, b] = np.concatenate([obs["state"], env.objects()])
-        real_s[t, b] = info["success"]
-env.close()
+name, (frames0, states0, texts), real_x, _, real_s = real_rollouts(task, policy_path, seeds, H)
 
 # imagined side
+_, _, vla = load_vla_policies([policy_path])[0]
 L = model.cfg.latent
 g = torch.Generator().manual_seed(0)
 policy = VLAEnginePolicy(vla, texts, 64)
