@@ -547,6 +547,12 @@ def test_the_relation_head_reads_success_off_the_object_and_goal_not_a_closed_gr
     opened = torch.cat([x[32:] for x in xs[::2]])
     opened[:, 3] = 1.0
     assert (head.objects_success(opened) > 0.5).all()
+    # a model fitted with the older head takes the relation head by refitting the head alone
+    older = model.over_encoder(objects=True, success_on="objects", success_inputs="state", head_epochs=60)
+    older.spec = head.spec
+    metrics = older.refit_object_success(list(episodes), torch.Generator().manual_seed(0), success_inputs="relation")
+    assert older.cfg.success_inputs == "relation" and older.object_success[0].in_features == 7
+    assert (older.objects_success(shut) < 0.5).all() and (older.objects_success(opened) > 0.5).all()
     # an option with no effect leaves a fit's name alone: models cached before it keep their keys
     assert "success_inputs" not in fit_identity(VideoConfig()) and "success_inputs" in fit_identity(
         VideoConfig(objects=True))

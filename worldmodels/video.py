@@ -273,9 +273,7 @@ class VideoWorldModel(WorldModel):
         self.judge = SuccessJudge(self.size)
         if cfg.objects:
             self.reader = ObjectReader(self.size)
-            width = SUCCESS_RELATION if cfg.success_inputs == "relation" else PROPRIO + OBJECT_DIM
-            self.object_success = _mlp(width, 1)
-            self.object_input_norm = Normalizer(width)
+            self._make_success_head()
             if cfg.object_mover:
                 self.mover = CarryMover(3 + 1 + act_dim) if cfg.mover == "carry" else _mlp(3 + 1 + act_dim, 3)
                 self.mover_in = Normalizer(3 + 1 + act_dim)
@@ -343,6 +341,11 @@ class VideoWorldModel(WorldModel):
             raise ReverieError(f"world_model.objects=true: episode seed {episode.seed} has no privileged/objects "
                                "(datasets made before they were recorded); make the dataset again")
         return torch.cat([states, torch.from_numpy(episode.objects).float()], 1)
+
+    def _make_success_head(self) -> None:
+        width = SUCCESS_RELATION if self.cfg.success_inputs == "relation" else PROPRIO + OBJECT_DIM
+        self.object_success = _mlp(width, 1)
+        self.object_input_norm = Normalizer(width)
 
     def _make_hand_mover(self) -> None:
         width = 3 + 1 + self.spec.act_dim + 3
@@ -683,9 +686,7 @@ class VideoWorldModel(WorldModel):
             raise ReverieError("refitting the success head on positions needs a model with world_model.objects=true")
         if success_inputs is not None and success_inputs != self.cfg.success_inputs:
             self.cfg = replace(self.cfg, success_inputs=success_inputs).validate()
-            width = SUCCESS_RELATION if success_inputs == "relation" else PROPRIO + OBJECT_DIM
-            self.object_success = _mlp(width, 1)
-            self.object_input_norm = Normalizer(width)
+            self._make_success_head()
         self.check_success_inputs()
         xs = [self.episode_extra(e) for e in episodes]
         hold, train = split_episodes(list(range(len(episodes))), 0.2, generator)
