@@ -547,6 +547,11 @@ def test_the_relation_head_reads_success_off_the_object_and_goal_not_a_closed_gr
     opened = torch.cat([x[32:] for x in xs[::2]])
     opened[:, 3] = 1.0
     assert (head.objects_success(opened) > 0.5).all()
+    # whatever the hand and the gripper do, the verdict is the same (the older head's is not)
+    every = torch.cat(xs)
+    moved = every.clone()
+    moved[:, :4] = torch.from_numpy(rng.uniform([-0.2, 0.4, 0.0, 0.0], [0.2, 0.9, 0.3, 1.0], (len(every), 4))).float()
+    torch.testing.assert_close(head.objects_success(moved), head.objects_success(every))
     # a model fitted with the older head takes the relation head by refitting the head alone
     older = model.over_encoder(objects=True, success_on="objects", success_inputs="state", head_epochs=60)
     older.spec = head.spec
