@@ -687,8 +687,7 @@ class VideoWorldModel(WorldModel):
         if success_inputs is not None and success_inputs != self.cfg.success_inputs:
             self.cfg = replace(self.cfg, success_inputs=success_inputs).validate()
             self._make_success_head()
-        self.check_success_inputs()
-        xs = [self.episode_extra(e) for e in episodes]
+        xs = [self.episode_extra(e) for e in episodes]                # fit_object_success checks the inputs first
         hold, train = split_episodes(list(range(len(episodes))), 0.2, generator)
         return self.fit_object_success(episodes, xs, train, hold or train, generator)
 

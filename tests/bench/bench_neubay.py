@@ -7,7 +7,9 @@
     member each step (every member evaluated); hopper dimensions, 20 LayerNorm members
     of 4 x 200; no termination or cut, so every row runs the whole horizon;
   * NEUBAY updates per second at its defaults (8 windows of 32 steps after 16 burn-in,
-    GRU 128, 10 REDQ heads of 256 x 256) beside a plain SAC update at batch 256.
+    GRU 128, 10 REDQ heads of 256 x 256) beside a plain SAC update at batch 256;
+  * NEUBAY's update in float32 against ``train.precision=bfloat16`` (autocast; the GRU and the output layers
+    as autocast leaves them), in alternating blocks, the best block of each kept.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 from agents.neubay import NEUBAY, NEUBAYConfig
 from agents.sac import SAC
 from agents.sequences import SequenceBuffer
+from agents.training import native_bfloat16, update_precision
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
 from worldmodels.rollout import StartStates, rollout
 
@@ -32,6 +35,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--horizon", type=int, default=1000)
     ap.add_argument("--updates", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating blocks of float32 and bfloat16 updates")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -74,6 +78,18 @@ def main() -> None:
     sac_rate = args.updates * 4 / (time.perf_counter() - t)
     print(f"updates: NEUBAY {neubay:.1f}/s (256 trained steps, 10 REDQ heads, GRU 128); plain SAC {sac_rate:.0f}/s; "
           f"ratio {neubay / sac_rate:.2f}")
+
+    best = {"float32": 0.0, "bfloat16": 0.0}
+    for _ in range(args.rounds):
+        for mode in best:
+            with update_precision(mode):
+                t = time.perf_counter()
+                for w in windows:
+                    agent.update(w, g)
+                best[mode] = max(best[mode], args.updates / (time.perf_counter() - t))
+    print(f"NEUBAY's update, best of {args.rounds} blocks of {args.updates} (this CPU: "
+          f"{torch.backends.cpu.get_cpu_capability()}, native bfloat16: {native_bfloat16()}): float32 "
+          f"{best['float32']:.1f}/s, bfloat16 {best['bfloat16']:.1f}/s, ratio {best['bfloat16'] / best['float32']:.2f}x")
 
 
 if __name__ == "__main__":
