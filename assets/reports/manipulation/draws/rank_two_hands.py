@@ -6,11 +6,11 @@ from those positions.
 Why: with ``hand_mover=true`` the imagined hand follows a real one that pulls a drawer (open loop), but closed loop
 the policy saw the hand mover's proprioception beside a frame from the latent dynamics, and on door-open every
 policy that opens the door was imagined failing. Here the step is patched in this process only
-(``VideoWorldModel.step``), then ``reverie evaluate`` runs as ``rank.sh`` runs it.
+(``VideoWorldModel.step``); the script is otherwise ``python -m eval.cli``, so ``rank.sh`` runs it in that one's place:
 
-Usage (repository root): LOOP=runs/manip/loop-ref python assets/reports/manipulation/draws/rank_two_hands.py MODEL OUT TASK ...
+    LOOP=runs/manip/loop-ref RUN=".venv/bin/python assets/reports/manipulation/draws/rank_two_hands.py" \
+        bash assets/reports/manipulation/draws/rank.sh MODEL OUT TASK ...
 """
-import os
 import sys
 
 import torch
@@ -49,14 +49,5 @@ def step(self, state, action, *, generator=None, deterministic=False):
 
 
 VideoWorldModel.init_state, VideoWorldModel.step = init_state, step
-model, out, tasks = sys.argv[1], sys.argv[2], sys.argv[3:]
-loop, home = os.environ.get("LOOP", "runs/manip/loop-ref"), os.path.expanduser("~")
-for task in tasks:
-    if os.path.exists(f"{out}/{task}/results.json"):
-        continue
-    code = main(["evaluate", f"task=metaworld-{task}", f"world_model.checkpoint={model}",
-                 f"policies=[{loop}/zoo,{loop}/vla_bc.pt,{loop}/vla_finetuned.pt]",
-                 f"dataset={home}/.cache/reverie/datasets/metaworld-{task}-expert-50ep-64px-corner-seed0.hdf5",
-                 "rows=50", "threads=1", "sample_model=false", "real_cache=runs/manip/real-cache", f"run_dir={out}/{task}"])
-    if code:
-        sys.exit(code)
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
