@@ -19,6 +19,29 @@ def loop_episodes(task: str) -> list:
             for e in read_manipulation(make_manipulation(task, level, n, seed, cache_dir())[0]).episodes]
 
 
+def amend_model(argv: list[str], amend) -> dict:
+    """``argv`` = MODEL OUT TASK ...: load MODEL, call ``amend(model, episodes, generator)`` on the real episodes of
+    those tasks (every level, ``loop_episodes``; the generator seeded 0), which changes part of the model and
+    returns its figures; save the model at OUT and the figures, with the seconds taken, beside it."""
+    import json
+    import time
+    from pathlib import Path
+
+    from worldmodels.registry import load_model
+
+    base, out, tasks = Path(argv[0]), Path(argv[1]), argv[2:]
+    model = load_model(base)
+    episodes = [e for task in tasks for e in loop_episodes(f"metaworld-{task}")]
+    t0 = time.perf_counter()
+    metrics = dict(amend(model, episodes, torch.Generator().manual_seed(0)))
+    metrics["seconds"] = time.perf_counter() - t0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    model.save(out)
+    (out.parent / "metrics.json").write_text(json.dumps(metrics, indent=1))
+    print(json.dumps(metrics, indent=1))
+    return metrics
+
+
 def judge_episodes(generator: torch.Generator) -> tuple[list, list, dict]:
     """(held-out, training, task of each episode by ``id``), split with ``generator`` (add_judge.py: seeded 0)."""
     episodes, task_of = [], {}
