@@ -64,10 +64,14 @@ def main() -> None:
     cfg = agent.cfg
     windows = [buf.windows(buf.anchors(256 // cfg.window, g), cfg.window, cfg.burn_in) for _ in range(args.updates)]
     agent.update(windows[0], g)
-    t = time.perf_counter()
-    for w in windows:
-        agent.update(w, g)
-    neubay = args.updates / (time.perf_counter() - t)
+
+    def update_rate() -> float:
+        t = time.perf_counter()
+        for w in windows:
+            agent.update(w, g)
+        return args.updates / (time.perf_counter() - t)
+
+    neubay = update_rate()
     sac = SAC(OBS, ACT)
     batch = {"obs": torch.randn(256, OBS), "actions": torch.rand(256, ACT) * 2 - 1, "rewards": torch.randn(256),
              "next_obs": torch.randn(256, OBS), "terminated": torch.zeros(256, dtype=torch.bool)}
@@ -83,10 +87,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for mode in best:
             with update_precision(mode):
-                t = time.perf_counter()
-                for w in windows:
-                    agent.update(w, g)
-                best[mode] = max(best[mode], args.updates / (time.perf_counter() - t))
+                best[mode] = max(best[mode], update_rate())
     print(f"NEUBAY's update, best of {args.rounds} blocks of {args.updates} (this CPU: "
           f"{torch.backends.cpu.get_cpu_capability()}, native bfloat16: {native_bfloat16()}): float32 "
           f"{best['float32']:.1f}/s, bfloat16 {best['bfloat16']:.1f}/s, ratio {best['bfloat16'] / best['float32']:.2f}x")
