@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 7: after draws/refit.py made video_missed.pt (latent dynamics refit with poor + misdirected episodes):
 # the action probe on it, then the 11-policy ranking of push and pick-place in it (at its mean).
-cd /work/main
-export MUJOCO_GL=egl PYTHONPATH=/work/main
+cd "$(dirname "$0")/../../../.."     # the repository
+export MUJOCO_GL=egl PYTHONPATH=$PWD
 while pgrep -f "draws/refit.py" > /dev/null; do sleep 15; done
 [ -f runs/manip/loop/video_missed.pt ] || exit 1
 .venv/bin/python assets/reports/manipulation/draws/actions.py push runs/manip/loop/video_missed.pt \

@@ -7,8 +7,8 @@
 # RUN: what runs `evaluate` (default: the library's CLI; rank_two_hands.py stands in for it with a patched step)
 model=$1 out=$2 loop=${LOOP:-runs/manip/loop} run=${RUN:-.venv/bin/python -m eval.cli}
 shift 2
-cd /work/main
-export MUJOCO_GL=egl PYTHONPATH=/work/main
+cd "$(dirname "$0")/../../../.."     # the repository; MODEL and OUT are read from there
+export MUJOCO_GL=egl PYTHONPATH=$PWD
 for t in ${@:-push pick-place door-open drawer-open}; do
   [ -f $out/$t/results.json ] && continue
   $run evaluate task=metaworld-$t world_model.checkpoint=$model \

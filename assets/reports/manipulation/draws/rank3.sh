@@ -3,8 +3,8 @@
 # video model judged by the frame success judge (add_judge.py -> runs/manip/loop/video_judge.pt) instead of the
 # latent head; the simulator rollouts kept in runs/manip/real-cache (filled by the first run: prefill.sh). Resumable:
 # finished tasks are skipped. Tasks as arguments (default: all eight).
-cd /work/main
-export MUJOCO_GL=egl PYTHONPATH=/work/main
+cd "$(dirname "$0")/../../../.."     # the repository
+export MUJOCO_GL=egl PYTHONPATH=$PWD
 for t in ${@:-push pick-place door-open drawer-open window-open reach button-press-topdown drawer-close}; do
   [ -f runs/manip/rank3/$t/results.json ] && continue
   .venv/bin/python -m eval.cli evaluate task=metaworld-$t world_model.checkpoint=runs/manip/loop/video_judge.pt \
