@@ -57,6 +57,7 @@ CHECKPOINT_FORMAT = "reverie.video/1"
 PROPRIO = 4
 SUCCESS_RELATION = 7       # the head's relation features: the object's offset from the goal, its length, the goal
 CARRY_MIN_MOVE = 1e-3      # metres: a step whose hand moved less along an axis says nothing of the object's share there
+MOVERS = ("free", "carry", "matrix")       # world_model.mover's forms (CarryMover, MatrixMover, a plain net)
 
 
 @dataclass
@@ -95,7 +96,9 @@ class VideoConfig:
                                         # contact depends on (the hand relative to the object, the gripper, the
                                         # action), not the goal or the frame; the goal stays where it is
     mover: str = "free"                 # free: that net gives the object's change; carry: it gives a gate per axis
-                                        # and the object takes that share of the hand's own predicted change
+                                        # and the object takes that share of the hand's own predicted change;
+                                        # matrix: it also reads the object relative to the goal and gives a 3x3
+                                        # map of the hand's change (a door's handle turns along its arc)
     hand_mover: bool = False            # with objects: the proprioception's change comes from a net on the action,
                                         # the gripper, the hand relative to the object and the object relative to
                                         # the goal (MetaWorld's hand follows the action, slowed by what it holds),
@@ -113,8 +116,9 @@ class VideoConfig:
             raise ReverieError("world_model.success_on=objects needs world_model.objects=true")
         if self.success_inputs not in ("relation", "state"):
             raise ReverieError(f"world_model.success_inputs: expected relation or state, got '{self.success_inputs}'")
-        if self.mover not in ("free", "carry"):
-            raise ReverieError(f"world_model.mover: expected free or carry, got '{self.mover}'")
+        if self.mover not in MOVERS:
+            raise ReverieError(f"world_model.mover: expected {', '.join(MOVERS[:-1])} or {MOVERS[-1]}, "
+                               f"got '{self.mover}'")
         if self.hand_mover and not self.objects:
             raise ReverieError("world_model.hand_mover=true needs world_model.objects=true: it reads where the "
                                "object is, which the latent state holds only then")
@@ -218,6 +222,24 @@ class CarryMover(nn.Module):
         return torch.sigmoid(self.gate(features)) * hand_change
 
 
+class MatrixMover(nn.Module):
+    """The object's change as a linear map of the hand's: ``M @ d_hand``, the 3x3 map ``M`` from what contact
+    depends on and the object's offset from the goal (normalised features). A gate per axis (``CarryMover``) can only
+    scale the hand's change; a map can also turn it. A door's handle goes along the hinge's arc, whatever way the
+    hand pulls, and the arc's tangent turns as the door opens: the offset from the goal says how far it has. Left
+    alone, a map near 0 keeps an untouched object still, and the identity carries a held one. Fitted by least
+    squares on real steps (``fit_mover``); its last layer starts at 0, so an unfitted mover moves nothing."""
+
+    def __init__(self, features: int):
+        super().__init__()
+        self.map = _mlp(features, 9)
+        nn.init.zeros_(self.map[-1].weight)
+        nn.init.zeros_(self.map[-1].bias)
+
+    def forward(self, features: Tensor, hand_change: Tensor) -> Tensor:
+        return (self.map(features).view(-1, 3, 3) @ hand_change.unsqueeze(2)).squeeze(2)
+
+
 def share_loss(logits: Tensor, share: Tensor) -> Tensor:
     """Cross-entropy of the gate against the share of the hand's change the object took, over the axes where
     the hand moved enough to tell (the others are NaN)."""
@@ -275,9 +297,7 @@ class VideoWorldModel(WorldModel):
             self.reader = ObjectReader(self.size)
             self._make_success_head()
             if cfg.object_mover:
-                self.mover = CarryMover(3 + 1 + act_dim) if cfg.mover == "carry" else _mlp(3 + 1 + act_dim, 3)
-                self.mover_in = Normalizer(3 + 1 + act_dim)
-                self.mover_out = Normalizer(3)
+                self._make_object_mover()
             if cfg.hand_mover:
                 self._make_hand_mover()
         self.latent_norm = Normalizer(L)
@@ -383,37 +403,64 @@ class VideoWorldModel(WorldModel):
         self._make_hand_mover()
         return self.fit_hand(episodes, generator)
 
+    def _make_object_mover(self) -> None:
+        width = 3 + 1 + self.spec.act_dim + (3 if self.cfg.mover == "matrix" else 0)
+        forms = {"carry": CarryMover, "matrix": MatrixMover}
+        self.mover = forms[self.cfg.mover](width) if self.cfg.mover in forms else _mlp(width, 3)
+        self.mover_in = Normalizer(width)
+        self.mover_out = Normalizer(3)
+
+    def add_object_mover(self, episodes, generator: torch.Generator, mover: str) -> float:
+        """Give a fitted model with objects the object mover of form ``mover`` (in place of any it has) and fit it
+        on real ``episodes`` (seconds; the rest of the model as it is). Returns ``fit_mover``'s error."""
+        from dataclasses import replace
+
+        self.cfg = replace(self.cfg, object_mover=True, mover=mover).validate()
+        self._make_object_mover()
+        return self.fit_mover(episodes, generator)
+
     def mover_input(self, x: Tensor, action: Tensor) -> Tensor:
-        """What the object's motion may depend on: the hand relative to the object, the gripper, the action."""
-        return torch.cat([x[:, :3] - x[:, PROPRIO:PROPRIO + 3], x[:, 3:4], action], 1)
+        """What the object's motion may depend on: the hand relative to the object, the gripper, the action; for
+        the matrix mover also the object relative to the goal (how far a door or drawer has come)."""
+        obj = x[:, PROPRIO:PROPRIO + 3]
+        parts = [x[:, :3] - obj, x[:, 3:4], action]
+        if self.cfg.mover == "matrix":
+            parts.append(obj - x[:, PROPRIO + 3:PROPRIO + 6])
+        return torch.cat(parts, 1)
 
     def object_move(self, x: Tensor, action: Tensor, hand_change: Tensor) -> Tensor:
         """The object's predicted change of position ``[N, 3]`` (metres) for states ``x``, actions, and the hand's
         change over the same step (what the carry mover shares out)."""
         features = self.mover_in(self.mover_input(x, action))
-        if self.cfg.mover == "carry":
+        if self.cfg.mover in ("carry", "matrix"):
             return self.mover(features, hand_change)
         return self.mover_out.inverse(self.mover(features))
 
     def fit_mover(self, episodes, generator: torch.Generator, xs: list[Tensor] | None = None) -> float:
         """The object mover on real transitions (``xs``: their ``episode_extra``, if already at hand); returns its
-        final mean squared error, in units of the object's change (free), or of the hand's (carry)."""
+        final mean squared error, in units of the object's change (free), or of the hand's (carry, matrix)."""
         xs = xs if xs is not None else [self.episode_extra(e) for e in episodes]
         inp = torch.cat([self.mover_input(x[:-1], torch.from_numpy(e.actions)) for e, x in zip(episodes, xs)])
         out = torch.cat([x[1:, PROPRIO:PROPRIO + 3] - x[:-1, PROPRIO:PROPRIO + 3] for x in xs])
         self.mover_in.fit(inp)
         self.mover_out.fit(out)
         features = self.mover_in(inp)
-        if self.cfg.mover == "carry":       # the gate learns which share of the real hand's change the object took
-            hand = torch.cat([x[1:, :3] - x[:-1, :3] for x in xs])
-            moved = hand.abs() > CARRY_MIN_MOVE
-            share = torch.where(moved, (out / hand.where(moved, torch.ones_like(hand))).clamp(0, 1), float("nan"))
+        if self.cfg.mover == "free":
             with torch.enable_grad():
-                self._train_head(self.mover.gate, features, share, share_loss, generator)
-            with torch.no_grad():
-                return float((self.mover(features, hand) - out).pow(2).mean() / hand.pow(2).mean())
+                return self._train_head(self.mover, features, self.mover_out(out), F.mse_loss, generator)
+        hand = torch.cat([x[1:, :3] - x[:-1, :3] for x in xs])
         with torch.enable_grad():
-            return self._train_head(self.mover, features, self.mover_out(out), F.mse_loss, generator)
+            if self.cfg.mover == "carry":   # the gate learns which share of the real hand's change the object took
+                moved = hand.abs() > CARRY_MIN_MOVE
+                share = torch.where(moved, (out / hand.where(moved, torch.ones_like(hand))).clamp(0, 1),
+                                    float("nan"))
+                self._train_head(self.mover.gate, features, share, share_loss, generator)
+            else:                           # matrix: least squares in units of the hand's change (the map has none)
+                scale = hand.pow(2).mean().sqrt().clamp_min(1e-9)
+                self._train_head(self.mover, torch.cat([features, hand / scale], 1), out / scale, F.mse_loss,
+                                 generator, forward=lambda packed: self.mover(packed[:, :-3], packed[:, -3:]))
+        with torch.no_grad():
+            return float((self.mover(features, hand) - out).pow(2).mean() / hand.pow(2).mean())
 
     def success_features(self, x: Tensor) -> Tensor:
         """What the head on positions reads of ``x`` = proprioception, object and goal positions: with
@@ -798,19 +845,21 @@ class VideoWorldModel(WorldModel):
                 progress(f"dynamics unrolled {steps} steps", epoch, after)
         return {f"unrolled{steps}_holdout_before": before, f"unrolled{steps}_holdout_after": after}
 
-    def _train_head(self, head: nn.Module, x: Tensor, y: Tensor, loss_fn, generator) -> float:
+    def _train_head(self, head: nn.Module, x: Tensor, y: Tensor, loss_fn, generator, forward=None) -> float:
+        """``head``'s parameters trained on ``loss_fn(forward(x), y)`` (``forward``: ``head`` itself unless given)."""
+        forward = forward or head
         opt = torch.optim.Adam(head.parameters(), lr=1e-3)
         n = len(x)
         for _ in range(self.cfg.head_epochs):
             order = torch.randperm(n, generator=generator)
             for b in range(0, n, 256):
                 idx = order[b:b + 256]
-                loss = loss_fn(head(x[idx]), y[idx])
+                loss = loss_fn(forward(x[idx]), y[idx])
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
         with torch.no_grad():
-            return float(loss_fn(head(x), y))
+            return float(loss_fn(forward(x), y))
 
     def sample_members(self, n: int, generator: torch.Generator | None = None) -> Tensor:
         return self.dynamics.sample_members(n, generator)
