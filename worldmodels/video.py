@@ -430,7 +430,7 @@ class VideoWorldModel(WorldModel):
 
     def object_move(self, x: Tensor, action: Tensor, hand_change: Tensor) -> Tensor:
         """The object's predicted change of position ``[N, 3]`` (metres) for states ``x``, actions, and the hand's
-        change over the same step (what the carry mover shares out)."""
+        change over the same step (what the carry mover shares out and the matrix mover maps)."""
         features = self.mover_in(self.mover_input(x, action))
         if self.cfg.mover in ("carry", "matrix"):
             return self.mover(features, hand_change)
