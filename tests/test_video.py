@@ -514,11 +514,11 @@ def test_the_carry_mover_keeps_an_untouched_object_still_and_carries_a_held_one(
 def hinged_episodes(n: int = 40, T: int = 40, radius: float = 0.2, seed: int = 0):
     """Episodes of a door's handle on a hinge: the hand holds the handle (gripper closed) and moves at random, and
     the handle takes only the part of the hand's move along the arc's tangent. The hinge is fixed relative to the
-    goal, so the handle's offset from the goal says the door's angle, and so the tangent. Returns the episodes,
-    their ``x`` rows and the hinge."""
+    goal, so the handle's offset from the goal says the door's angle, and so the tangent. Returns the episodes and
+    the hinge."""
     rng = np.random.default_rng(seed)
     goal, hinge = np.array([0.0, 0.5, 0.1]), np.array([-0.2, 0.5, 0.1])
-    episodes, xs = [], []
+    episodes = []
     for k in range(n):
         angle = rng.uniform(0, np.pi / 2)
         handle = hinge + radius * np.array([np.cos(angle), np.sin(angle), 0.0])
@@ -536,8 +536,7 @@ def hinged_episodes(n: int = 40, T: int = 40, radius: float = 0.2, seed: int = 0
         x = np.array(rows, np.float32)
         episodes.append(Episode(None, x[:, :4], np.array(actions, np.float32), np.zeros(T, np.float32),
                                 np.zeros(T, bool), "", k, x[:, 4:]))
-        xs.append(torch.from_numpy(x))
-    return episodes, xs, hinge
+    return episodes, hinge
 
 
 def test_the_matrix_mover_turns_a_held_handle_along_its_hinge_where_the_carry_gate_cannot(reach, tmp_path):
@@ -549,7 +548,7 @@ def test_the_matrix_mover_turns_a_held_handle_along_its_hinge_where_the_carry_ga
     ds, model, _ = reach
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
-    episodes, xs, hinge = hinged_episodes()
+    episodes, hinge = hinged_episodes()
     base = model.over_encoder(objects=True, success_on="objects", success_inputs="state", head_epochs=60)
     errors = {form: base.add_object_mover(episodes, g, form) for form in ("carry", "matrix")}
     assert base.cfg.mover == "matrix" and base.cfg.object_mover
