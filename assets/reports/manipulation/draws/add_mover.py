@@ -5,8 +5,8 @@ misdirected); the rest of the model unchanged (``VideoWorldModel.add_object_move
 Why: with the hand mover's hand and the carry mover's handle, door-open's imagined door falls behind. A gate per
 axis can only scale the hand's move, while a door's handle turns along the hinge's arc. Open loop on expert
 episodes, with the hand mover driving the hand, a 3x3 map (``matrix``) read off the handle's offset from the goal
-ended 9 cm from the real handle against the carry mover's 17 cm (``coupled_movers.py``, log
-``coupled-movers-carry.log``).
+ended 8-13 cm from the real handle against the carry mover's 14-18 cm over four fits (``coupled_movers.py``,
+log ``coupled-movers-carry.log``).
 
 Usage (repository root): [MOVER=matrix] python assets/reports/manipulation/draws/add_mover.py MODEL OUT TASK ...
 """

@@ -13,7 +13,7 @@ import sys
 import torch
 
 torch.set_num_threads(1)
-from loop_data import loop_episodes
+from loop_data import expert_steps, loop_episodes
 from worldmodels.registry import load_model
 from worldmodels.video import PROPRIO
 
@@ -22,15 +22,14 @@ episodes = {t: loop_episodes(f"metaworld-{t}") for t in tasks}
 every = [e for t in tasks for e in episodes[t]]
 for form in os.environ.get("FORMS", "own matrix").split():
     model = load_model(sys.argv[1])
+    torch.manual_seed(0)                 # the new nets' initial weights: each form starts from the same draw
     g = torch.Generator().manual_seed(0)
     hand_mse = model.add_hand_mover(every, g)
     mover_mse = model.fit_mover(every, g) if form == "own" else model.add_object_mover(every, g, form)
     print(f"object mover {model.cfg.mover} ({form}): fit error {mover_mse:.4f}; hand mover {hand_mse:.4f}")
     for t in tasks:
-        chosen = episodes[t][:16]
-        T = min(100, min(len(e) for e in chosen))
-        X = torch.stack([model.episode_extra(e)[:T + 1] for e in chosen], 1)
-        A = torch.stack([torch.from_numpy(e.actions[:T]).float() for e in chosen], 1)
+        _, X, A, marks = expert_steps(model, episodes[t])
+        T = marks[-1]
         with torch.no_grad():
             x = X[0].clone()
             for s in range(T):

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 torch.set_num_threads(1)
-from loop_data import loop_episodes
+from loop_data import expert_steps, loop_episodes
 from worldmodels.registry import load_model
 from worldmodels.video import PROPRIO, frames_to_obs
 
@@ -55,14 +55,11 @@ for task in sys.argv[2:]:
               f"{p0.norm(dim=1).mean() * 1000:.2f} mm; share the action explains "
               f"{float(((p - p0) * p).sum() / (p * p).sum()):.2f}")
 
-        pairs = list(zip(episodes[:50], (model.episode_extra(e) for e in episodes[:50])))[:16]
-        T = min(100, min(len(e) for e, _ in pairs))
-        X = torch.stack([x[:T + 1] for _, x in pairs], 1)
-        Z = torch.stack([model.encode_images(e.images[:T + 1]) for e, _ in pairs], 1)
-        A = torch.stack([torch.from_numpy(e.actions[:T]).float() for e, _ in pairs], 1)
-        start = frames_to_obs(torch.stack([torch.from_numpy(e.images[0]) for e, _ in pairs]), X[0, :, :PROPRIO])
-        member = model.elites[torch.arange(len(pairs)) % len(model.elites)]
-        marks = [T * k // 4 for k in (1, 2, 3, 4)]
+        chosen, X, A, marks = expert_steps(model, episodes)
+        T = marks[-1]
+        Z = torch.stack([model.encode_images(e.images[:T + 1]) for e in chosen], 1)
+        start = frames_to_obs(torch.stack([torch.from_numpy(e.images[0]) for e in chosen]), X[0, :, :PROPRIO])
+        member = model.elites[torch.arange(len(chosen)) % len(model.elites)]
         for mode in ("free", "real z"):
             state, err = model.init_state(start, member=member), []
             for t in range(T):

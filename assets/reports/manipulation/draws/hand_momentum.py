@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 torch.set_num_threads(1)
-from loop_data import loop_episodes
+from loop_data import expert_steps, loop_episodes
 from worldmodels.ensemble import Normalizer
 from worldmodels.registry import load_model
 from worldmodels.video import PROPRIO, _mlp
@@ -27,9 +27,8 @@ tasks = ["drawer-open", "door-open", "push", "pick-place"]
 data = {t: [(e, model.episode_extra(e)) for e in loop_episodes(f"metaworld-{t}")] for t in tasks}
 
 
-def inputs(x, last, a, momentum: bool):
-    obj, goal = x[:, PROPRIO:PROPRIO + 3], x[:, PROPRIO + 3:PROPRIO + 6]
-    return torch.cat([x[:, :3] - obj, x[:, 3:4], a, obj - goal] + ([last] if momentum else []), 1)
+def inputs(x, last, a, momentum: bool):       # the hand mover's inputs, and with momentum the last change too
+    return torch.cat([model.hand_input(x, a)] + ([last] if momentum else []), 1)
 
 
 def last_changes(x):          # the proprioception's change into each step (none into the first)
@@ -38,6 +37,7 @@ def last_changes(x):          # the proprioception's change into each step (none
 
 
 for momentum in (False, True):
+    torch.manual_seed(0)                 # the net's initial weights: a rerun prints the same figures
     inp = torch.cat([inputs(x[:-1], last_changes(x)[:-1], torch.from_numpy(e.actions).float(), momentum)
                      for t in tasks for e, x in data[t]])
     out = torch.cat([x[1:, :PROPRIO] - x[:-1, :PROPRIO] for t in tasks for _, x in data[t]])
@@ -48,15 +48,11 @@ for momentum in (False, True):
         mse = model._train_head(net, n_in(inp), n_out(out), F.mse_loss, torch.Generator().manual_seed(0))
     print(f"hand mover {'with' if momentum else 'without'} the last change: one-step error {mse:.3f}")
     for t in tasks:
-        pairs = data[t][:16]
-        T = min(100, min(len(e) for e, _ in pairs))
-        X = torch.stack([x[:T + 1] for _, x in pairs], 1)
-        A = torch.stack([torch.from_numpy(e.actions[:T]).float() for e, _ in pairs], 1)
+        chosen, X, A, marks = expert_steps(model, [e for e, _ in data[t]])
         with torch.no_grad():
-            hand, last, err = X[0, :, :PROPRIO].clone(), torch.zeros(len(pairs), PROPRIO), []
-            for s in range(T):
+            hand, last, err = X[0, :, :PROPRIO].clone(), torch.zeros(len(chosen), PROPRIO), []
+            for s in range(marks[-1]):
                 d = n_out.inverse(net(n_in(inputs(torch.cat([hand, X[s, :, PROPRIO:]], 1), last, A[s], momentum))))
                 hand, last = hand + d, d
                 err.append((hand[:, :3] - X[s + 1, :, :3]).norm(dim=1).mean().item())
-        marks = [T * k // 4 for k in (1, 2, 3, 4)]
         print(f"  {t}: hand error (m) at steps {marks}: " + " ".join(f"{err[m - 1]:.3f}" for m in marks), flush=True)

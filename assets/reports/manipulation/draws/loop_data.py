@@ -19,6 +19,18 @@ def loop_episodes(task: str) -> list:
             for e in read_manipulation(make_manipulation(task, level, n, seed, cache_dir())[0]).episodes]
 
 
+def expert_steps(model, episodes: list, n: int = 16, cap: int = 100):
+    """The first ``n`` of a task's ``loop_episodes`` (its expert episodes come first), cut to the shortest of them
+    (at most ``cap`` steps), for driving a model open loop with their own actions. Returns (the episodes, ``x`` along
+    them ``[T+1, n, extra]`` (``model.episode_extra``), the actions ``[T, n, 4]``, and the steps at a quarter, half,
+    three quarters and the end, ``T`` last)."""
+    chosen = episodes[:n]
+    T = min(cap, min(len(e) for e in chosen))
+    X = torch.stack([model.episode_extra(e)[:T + 1] for e in chosen], 1)
+    A = torch.stack([torch.from_numpy(e.actions[:T]).float() for e in chosen], 1)
+    return chosen, X, A, [T * k // 4 for k in (1, 2, 3, 4)]
+
+
 def amend_model(argv: list[str], amend) -> dict:
     """``argv`` = MODEL OUT TASK ...: load MODEL, call ``amend(model, episodes, generator)`` on the real episodes of
     those tasks (every level, ``loop_episodes``; the generator seeded 0), which changes part of the model and
@@ -33,6 +45,7 @@ def amend_model(argv: list[str], amend) -> dict:
     model = load_model(base)
     episodes = [e for task in tasks for e in loop_episodes(f"metaworld-{task}")]
     t0 = time.perf_counter()
+    torch.manual_seed(0)            # any new part's initial weights, so that a rerun makes the same model
     metrics = dict(amend(model, episodes, torch.Generator().manual_seed(0)))
     metrics["seconds"] = time.perf_counter() - t0
     out.parent.mkdir(parents=True, exist_ok=True)
