@@ -1,13 +1,19 @@
 """The manipulation loop end to end, stage by stage, resumable: demos -> video world model -> BC VLA ->
-real success -> fine-tuning on imagined rollouts -> real success again.
+real success -> fine-tuning on imagined rollouts -> real success again -> the ranking model -> the zoo ranked.
 
     python -m eval.manipulation_loop --out runs/manip/loop --report assets/reports/manipulation
 
 Each stage writes its product into ``--out`` (the video model, the two policies, the success
-tables) and is skipped when that product exists, so the loop spans sessions. ``stages.json`` keeps
-each stage's wall-clock summed over every attempt (``StageClock``): a stage cut short by the end of a
-session and resumed in the next counts both. The report: real success per task before and after fine-tuning, over the
-same fixed seeds, with the stage times.
+tables, the ranking model and its verdicts) and is skipped when that product exists, so the loop spans sessions.
+``stages.json`` keeps each stage's wall-clock summed over every attempt (``StageClock``): a stage cut short by the end
+of a session and resumed in the next counts both. The reports: real success per task before and after fine-tuning,
+over the same fixed seeds, with the stage times (``vla_finetuning.md``); the zoo's ranking in the ranking model
+against the simulator, per task and pooled, with intervals (``zoo_ranking.md``).
+
+The ranking model is the video model's frame encoder with the objects' positions in its latent state, the success
+head on the object's relation to the goal, the hand mover and the matrix object mover (``RANKING_MODEL``), fitted on
+every level's episodes of ``--rank-tasks``: the recipe ``assets/reports/manipulation/ranking.md`` arrived at. The
+fine-tuning keeps the plain video model (its frame judge), which is what the policy was fine-tuned in.
 """
 
 from __future__ import annotations
@@ -31,6 +37,9 @@ from envs.manipulation import TASKS
 EVAL_SEEDS = list(range(10_000, 10_050))
 FAILURE_LEVELS = ("poor", "misdirected")   # the world model's failing episodes (seeds --seed + 2, + 3)
 ZOO_NOISE = (0.5, 1.0)      # action-noise stds of the zoo's noisy copies of the fine-tuned policy
+# the ranking model's settings over the video model's encoder (VideoWorldModel.over_encoder)
+RANKING_MODEL = {"objects": True, "success_on": "objects", "hand_mover": True, "object_mover": True, "mover": "matrix"}
+RANK_TASKS = ("metaworld-push", "metaworld-pick-place", "metaworld-door-open", "metaworld-drawer-open")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,11 +65,24 @@ def main(argv: list[str] | None = None) -> int:
                     "model always sees all of them")
     ap.add_argument("--bc-steps", type=int, default=6000)
     ap.add_argument("--eval-episodes", type=int, default=50)
+    ap.add_argument("--rank-tasks", default=",".join(RANK_TASKS), help="tasks whose zoo is ranked, and whose "
+                    "episodes the ranking model is fitted on (a subset of --tasks; empty: no ranking stages)")
+    ap.add_argument("--rank-epochs", type=int, default=60, help="the ranking model's dynamics epochs")
+    ap.add_argument("--rank-resets", type=int, default=50, help="simulator resets per policy in the ranking")
+    ap.add_argument("--real-cache", default=None, help="where the ranking keeps its simulator rollouts (default: "
+                    "OUT/real-cache); they are keyed by the policy file's bytes, so loops may share one")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     if args.bc_episodes is not None and not 1 <= args.bc_episodes <= args.episodes:
         ap.error(f"--bc-episodes: expected 1..{args.episodes} (--episodes), got {args.bc_episodes}")
+    rank_tasks = [t for t in args.rank_tasks.split(",") if t]
+    unknown = sorted(set(rank_tasks) - set(args.tasks.split(",")))
+    if unknown:
+        ap.error(f"--rank-tasks: expected tasks among --tasks, got {', '.join(unknown)}")
+    if args.rank_epochs < 1 or args.rank_resets < 2:
+        ap.error(f"--rank-epochs, --rank-resets: expected at least 1 and 2, got {args.rank_epochs} and "
+                 f"{args.rank_resets}")
     torch.set_num_threads(args.threads)
     retain_freed_memory()
     out = Path(args.out)
@@ -96,12 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     policy_demos = {t: demos[t][:args.bc_episodes] for t in tasks}      # [:None] keeps them all
     video_path = out / "video.pt"
 
+    def failures(t: str) -> list:
+        return [read_manipulation(make_manipulation(t, level, args.failure_episodes, args.seed + 2 + k,
+                                                    cache_dir())[0]) for k, level in enumerate(FAILURE_LEVELS)]
+
     def fit_video():
         from envs.manipulation_data import ManipulationDataset
         sets = [ManipulationDataset(demos[t], {"task": t, "image_size": 64}) for t in tasks] + list(coverage.values())
-        sets += [read_manipulation(make_manipulation(t, level, args.failure_episodes, args.seed + 2 + k,
-                                                     cache_dir())[0])
-                 for t in tasks for k, level in enumerate(FAILURE_LEVELS)]
+        sets += [ds for t in tasks for ds in failures(t)]
         model, metrics = fit_video_model(sets, {"name": "video"}, args.seed,
                                          checkpoint=out / "video_fit",          # resumes a fit cut short
                                          progress=lambda s, e, v: print(f"  {s} epoch {e}: {v:.4f}", flush=True))
@@ -158,6 +182,46 @@ def main(argv: list[str] | None = None) -> int:
     stage("evaluation after fine-tuning", out / "success_finetuned.json",
           evaluate(ft_path, out / "success_finetuned.json"))
 
+    rank_path = out / "rank_video.pt"
+
+    def fit_ranking_model():
+        import dataclasses
+
+        torch.manual_seed(args.seed)                         # the new parts' initial weights
+        model = load_model(video_path).over_encoder(**RANKING_MODEL, max_epochs=args.rank_epochs)
+        model.spec = dataclasses.replace(model.spec, task=",".join(sorted(rank_tasks)))
+        episodes = [e for t in rank_tasks
+                    for e in demos[t] + coverage[t].episodes + [e for ds in failures(t) for e in ds.episodes]]
+        partial = out / "rank_video.fit-checkpoint.pt"       # the dynamics' progress, for a fit cut short
+        metrics = model.fit_latent(episodes, torch.Generator().manual_seed(args.seed), checkpoint=partial,
+                                   progress=lambda s, e, v: print(f"  {s} {e}: {v:.4f}", flush=True))
+        write_json(out / "rank_video_metrics.json", metrics)
+        model.save(rank_path)
+        partial.unlink(missing_ok=True)
+
+    def rank():
+        from eval.cli import main as reverie
+        from eval.pooled_ranking import main as pooled
+
+        runs = []
+        for t in rank_tasks:                                 # a task already ranked is kept
+            run_dir = out / "ranking" / t.removeprefix("metaworld-")
+            if not (run_dir / "results.json").exists():
+                data = make_manipulation(t, "expert", args.episodes, args.seed, cache_dir())[0]
+                code = reverie(["evaluate", f"task={t}", f"world_model.checkpoint={rank_path}",
+                                f"policies=[{out / 'zoo'},{bc_path},{ft_path}]", f"dataset={data}",
+                                f"rows={args.rank_resets}", f"threads={args.threads}", "sample_model=false",
+                                f"real_cache={args.real_cache or out / 'real-cache'}", f"run_dir={run_dir}"])
+                if code:
+                    raise SystemExit(code)
+            runs.append(str(run_dir / "results.json"))
+        if pooled([*runs, "--out", str(out / "ranking" / "pooled.md")]):
+            raise SystemExit(2)
+
+    if rank_tasks:
+        stage("ranking model", rank_path, fit_ranking_model)
+        stage("ranking the zoo", out / "ranking" / "pooled.md", rank)
+
     before = {r["task"]: r for r in json.loads((out / "success_bc.json").read_text())}
     after = {r["task"]: r for r in json.loads((out / "success_finetuned.json").read_text())}
     command = "python -m eval.manipulation_loop " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -173,6 +237,17 @@ def main(argv: list[str] | None = None) -> int:
     lines += [f"| {k} | {v:.0f} |" for k, v in clock.times.items()]
     write_text(Path(args.report) / "vla_finetuning.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
+    if rank_tasks:
+        text = (out / "ranking" / "pooled.md").read_text()
+        write_text(Path(args.report) / "zoo_ranking.md", "\n".join([
+            "# The loop's zoo ranked in the ranking model and in the simulator", "",
+            f"Loop command: `{command}`. The zoo: the BC snapshots, the BC and fine-tuned policies and the fine-tuned "
+            f"policy with action noise {' and '.join(map(str, ZOO_NOISE))} ({out / 'zoo'}); each from "
+            f"{args.rank_resets} simulator resets (seeds 20000..{20000 + args.rank_resets - 1}), the model at its "
+            f"mean. The ranking model: {', '.join(f'{k}={v}' for k, v in RANKING_MODEL.items())} over the video "
+            f"model's encoder, {args.rank_epochs} epochs on {', '.join(rank_tasks)}. Per-task reports: "
+            f"{out / 'ranking'}/<task>/.", "", text]))
+        print(text, end="")
     return 0
 
 

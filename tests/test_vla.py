@@ -94,6 +94,17 @@ def test_the_loop_refuses_more_policy_demonstrations_than_it_makes(tmp_path, cap
     assert not (tmp_path / "loop").exists()                            # refused before anything is written
 
 
+def test_the_loop_refuses_to_rank_a_task_it_does_not_run(tmp_path, capsys):
+    from eval.manipulation_loop import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--out", str(tmp_path / "loop"), "--tasks", "metaworld-reach,metaworld-push",
+              "--rank-tasks", "metaworld-push,metaworld-door-open"])
+    assert exit_.value.code == 2
+    assert "--rank-tasks: expected tasks among --tasks, got metaworld-door-open" in capsys.readouterr().err
+    assert not (tmp_path / "loop").exists()
+
+
 def test_a_stage_cut_short_keeps_its_time_and_adds_the_resumed_attempts(tmp_path):
     """The loop's stage times span sessions: while a stage runs its time so far is on disk (a session's end kills
     the process without warning), and a resumed stage adds to it rather than starting the count again."""
