@@ -539,6 +539,44 @@ def hinged_episodes(n: int = 40, T: int = 40, radius: float = 0.2, seed: int = 0
     return episodes, hinge
 
 
+def test_the_hand_movers_are_fitted_apart_and_averaged_and_an_older_single_one_still_loads(reach, tmp_path):
+    """hand_members: several hand movers, each from its own initial weights and batch order, and the hand moves by
+    their mean (one fit's closed-loop quirks are not the model's). A checkpoint from before, with its one net under
+    hand_net.<layer>, loads as one member and moves the hand as it did."""
+    _, model, _ = reach
+    episodes, _ = hinged_episodes(n=10, T=20)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    hm = model.over_encoder(objects=True, success_on="objects", hand_mover=True, hand_members=3, head_epochs=3)
+    mse = hm.fit_hand(episodes, g)
+    assert len(hm.hand_net) == 3 and np.isfinite(mse)
+    first = [net[0].weight for net in hm.hand_net]
+    assert not torch.equal(first[0], first[1]) and not torch.equal(first[1], first[2])
+    x = hm.episode_extra(episodes[0])[:5]
+    a = torch.from_numpy(episodes[0].actions[:5])
+    with torch.no_grad():
+        each = [hm.hand_out.inverse(net(hm.hand_in(hm.hand_input(x, a)))) for net in hm.hand_net]
+        torch.testing.assert_close(hm.hand_move(x, a), torch.stack(each).mean(0))
+    hm.save(tmp_path / "three.pt")
+    with torch.no_grad():
+        torch.testing.assert_close(load_model(tmp_path / "three.pt").hand_move(x, a), hm.hand_move(x, a))
+
+    one = model.over_encoder(objects=True, success_on="objects", hand_mover=True, hand_members=1, head_epochs=3)
+    one.fit_hand(episodes, g)
+    one.save(tmp_path / "one.pt")
+    blob = torch.load(tmp_path / "one.pt", weights_only=False)         # as written before hand_members existed
+    del blob["config"]["hand_members"]
+    blob["state_dict"] = {k.replace("hand_net.0.", "hand_net.", 1): v for k, v in blob["state_dict"].items()}
+    assert "hand_net.0.weight" in blob["state_dict"]
+    torch.save(blob, tmp_path / "older.pt")
+    older = load_model(tmp_path / "older.pt")
+    assert older.cfg.hand_members == 1
+    with torch.no_grad():
+        torch.testing.assert_close(older.hand_move(x, a), one.hand_move(x, a))
+    with pytest.raises(ReverieError, match="world_model.hand_members: expected an integer >= 1, got 0"):
+        model.over_encoder(objects=True, hand_mover=True, hand_members=0)
+
+
 def test_the_matrix_mover_turns_a_held_handle_along_its_hinge_where_the_carry_gate_cannot(reach, tmp_path):
     """mover=matrix: the object's change is a 3x3 map of the hand's, the map read off the contact features and the
     object's offset from the goal. On a hinged handle it learns the projection on the arc's tangent, which turns

@@ -7,8 +7,11 @@ Why: on drawer-open, driven open loop by the real actions of a policy that opens
 dynamics' hand falls behind the real one while it pulls, and the handle it carries stops short of the goal;
 with the real hand put in its place the carried handle reaches the goal (``open_loop_hand.py``).
 
-Usage (repository root): python assets/reports/manipulation/draws/add_hand.py MODEL OUT TASK ...
+MEMBERS (default 5, ``world_model.hand_members``): how many hand movers are fitted apart and averaged.
+
+Usage (repository root): [MEMBERS=5] python assets/reports/manipulation/draws/add_hand.py MODEL OUT TASK ...
 """
+import os
 import sys
 
 import torch
@@ -16,4 +19,6 @@ import torch
 torch.set_num_threads(1)
 from loop_data import amend_model
 
-amend_model(sys.argv[1:], lambda model, episodes, g: {"hand_mover_mse": model.add_hand_mover(episodes, g)})
+members = int(os.environ.get("MEMBERS", 5))
+amend_model(sys.argv[1:], lambda model, episodes, g: {"hand_mover_mse": model.add_hand_mover(episodes, g, members),
+                                                      "hand_members": members})
