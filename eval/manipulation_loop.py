@@ -7,7 +7,7 @@ Each stage writes its product into ``--out`` (the video model, the two policies,
 tables, the ranking models and their verdicts) and is skipped when that product exists, so the loop spans sessions.
 ``stages.json`` keeps each stage's wall-clock summed over every attempt (``StageClock``): a stage cut short by the end
 of a session and resumed in the next counts both. The reports: real success per task before and after fine-tuning,
-over the same fixed seeds, with the stage times (``vla_finetuning.md``); the zoo's ranking in the ranking model
+over the same fixed seeds, with the stage times (``vla_finetuning.md``); the zoo's ranking in the ranking models
 against the simulator, per task and pooled, with intervals (``zoo_ranking.md``).
 
 A ranking model is the video model's frame encoder with the objects' positions in its latent state, the success
@@ -207,29 +207,35 @@ def main(argv: list[str] | None = None) -> int:
             model.save(path)
             partial.unlink(missing_ok=True)
 
+    ranked = out / "ranking" / "pooled.md"
+    run_dirs = [(k, t, out / "ranking" / f"fit{k}" / t.removeprefix("metaworld-"))
+                for k in range(args.rank_fits) for t in rank_tasks]
+    pool_argv = [*(str(d / "results.json") for _, _, d in run_dirs), "--out", str(ranked)]
+
     def rank():
         from eval.cli import main as reverie
         from eval.pooled_ranking import main as pooled
 
-        runs = []
-        for k, path in enumerate(rank_paths):
-            for t in rank_tasks:                             # a task already ranked is kept
-                run_dir = out / "ranking" / f"fit{k}" / t.removeprefix("metaworld-")
-                if not (run_dir / "results.json").exists():
-                    data = make_manipulation(t, "expert", args.episodes, args.seed, cache_dir())[0]
-                    code = reverie(["evaluate", f"task={t}", f"world_model.checkpoint={path}",
-                                    f"policies=[{out / 'zoo'},{bc_path},{ft_path}]", f"dataset={data}",
-                                    f"rows={args.rank_resets}", f"threads={args.threads}", "sample_model=false",
-                                    f"real_cache={args.real_cache or out / 'real-cache'}", f"run_dir={run_dir}"])
-                    if code:
-                        raise SystemExit(code)
-                runs.append(str(run_dir / "results.json"))
-        if pooled([*runs, "--out", str(out / "ranking" / "pooled.md")]):
+        for k, t, run_dir in run_dirs:                       # a task already ranked is kept
+            path = rank_paths[k]
+            if not (run_dir / "results.json").exists():
+                data = make_manipulation(t, "expert", args.episodes, args.seed, cache_dir())[0]
+                code = reverie(["evaluate", f"task={t}", f"world_model.checkpoint={path}",
+                                f"policies=[{out / 'zoo'},{bc_path},{ft_path}]", f"dataset={data}",
+                                f"rows={args.rank_resets}", f"threads={args.threads}", "sample_model=false",
+                                f"real_cache={args.real_cache or out / 'real-cache'}", f"run_dir={run_dir}"])
+                if code:
+                    raise SystemExit(code)
+        if pooled(pool_argv):
             raise SystemExit(2)
 
     if rank_tasks:
         stage("ranking models", rank_paths[-1], fit_ranking_models)
-        stage("ranking the zoo", out / "ranking" / "pooled.md", rank)
+        pooled_json = ranked.with_suffix(".json")            # pooled over other fits or tasks: pooled again
+        if pooled_json.exists() and json.loads(pooled_json.read_text()).get("command") != \
+                "python -m eval.pooled_ranking " + " ".join(pool_argv):
+            ranked.unlink(missing_ok=True)
+        stage("ranking the zoo", ranked, rank)
 
     before = {r["task"]: r for r in json.loads((out / "success_bc.json").read_text())}
     after = {r["task"]: r for r in json.loads((out / "success_finetuned.json").read_text())}
@@ -247,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     write_text(Path(args.report) / "vla_finetuning.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     if rank_tasks:
-        text = (out / "ranking" / "pooled.md").read_text()
+        text = ranked.read_text()
         write_text(Path(args.report) / "zoo_ranking.md", "\n".join([
             "# The loop's zoo ranked in the ranking model and in the simulator", "",
             f"Loop command: `{command}`. The zoo: the BC snapshots, the BC and fine-tuned policies and the fine-tuned "

@@ -413,7 +413,8 @@ class VideoWorldModel(WorldModel):
         ``fit_hand``'s error."""
         from dataclasses import replace
 
-        self.cfg = replace(self.cfg, hand_mover=True, hand_members=members or self.cfg.hand_members).validate()
+        members = self.cfg.hand_members if members is None else members
+        self.cfg = replace(self.cfg, hand_mover=True, hand_members=members).validate()
         self._make_hand_mover()
         return self.fit_hand(episodes, generator)
 
