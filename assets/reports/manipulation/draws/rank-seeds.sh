@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Issue 7: how far the loop's ranking rests on one fit. Fits the loop's ranking model (RANKING_MODEL, what
-# `python -m eval.manipulation_loop`'s "ranking model" stage fits) over runs/manip/loop-ref's encoder with other seeds,
-# and ranks the loop's zoo in each, as the loop's "ranking the zoo" stage does (rank.sh: 50 resets, the model at its
-# mean). Seed 0 is the loop's own (runs/manip/loop-ref/ranking). Every step resumes or is skipped where its product
-# exists.   Usage: [SEEDS="1 2"] bash assets/reports/manipulation/draws/rank-seeds.sh
+# `python -m eval.manipulation_loop`'s "ranking models" stage fits) over runs/manip/loop-ref's encoder with other
+# seeds, and ranks the loop's zoo in each, as its "ranking the zoo" stage does (rank.sh: 50 resets, the model at its
+# mean). Seed 0 is the loop's own fit 0 (runs/manip/loop-ref/ranking/fit0). Session 23 moved seeds 1 and 2 into the
+# loop's layout as its fits 1 and 2. Every step resumes or is skipped where its product exists.
+#   Usage: [SEEDS="1 2"] bash assets/reports/manipulation/draws/rank-seeds.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 export MUJOCO_GL=egl PYTHONPATH=$PWD LOOP=runs/manip/loop-ref
