@@ -189,23 +189,15 @@ def main(argv: list[str] | None = None) -> int:
     rank_paths = [out / f"rank_video_fit{k}.pt" for k in range(args.rank_fits)]
 
     def fit_ranking_models():
-        import dataclasses
-
         episodes = [e for t in rank_tasks
                     for e in demos[t] + coverage[t].episodes + [e for ds in failures(t) for e in ds.episodes]]
         for k, path in enumerate(rank_paths):              # a fit already made is kept
             if path.exists():
                 continue
             print(f"  fit {k} (seed {args.seed + k})", flush=True)
-            torch.manual_seed(args.seed + k)                 # the new parts' initial weights
-            model = load_model(video_path).over_encoder(**RANKING_MODEL, max_epochs=args.rank_epochs)
-            model.spec = dataclasses.replace(model.spec, task=",".join(sorted(rank_tasks)))
-            partial = path.with_suffix(".fit-checkpoint.pt")    # the dynamics' progress, for a fit cut short
-            metrics = model.fit_latent(episodes, torch.Generator().manual_seed(args.seed + k), checkpoint=partial,
-                                       progress=lambda s, e, v: print(f"  {s} {e}: {v:.4f}", flush=True))
+            metrics = fit_over_encoder(video_path, path, RANKING_MODEL, episodes, rank_tasks, args.seed + k,
+                                       args.rank_epochs)
             write_json(path.with_suffix(".metrics.json"), metrics)
-            model.save(path)
-            partial.unlink(missing_ok=True)
 
     ranked = out / "ranking" / "pooled.md"
     run_dirs = [(k, t, out / "ranking" / f"fit{k}" / t.removeprefix("metaworld-"))
@@ -265,6 +257,31 @@ def main(argv: list[str] | None = None) -> int:
             f"Per-task reports: {out / 'ranking'}/fit<k>/<task>/.", "", text]))
         print(text, end="")
     return 0
+
+
+def fit_over_encoder(base: Path, out: Path, settings: dict, episodes: list, tasks: list[str], seed: int,
+                     epochs: int) -> dict:
+    """A model over the video model ``base``'s frame encoder and judge with ``settings`` changed
+    (``VideoWorldModel.over_encoder``), for ``tasks``: its new parts' weights and its fit seeded with ``seed``, the
+    rest fitted on ``episodes`` (dynamics: ``epochs`` epochs), saved at ``out``. The dynamics' progress is written
+    beside ``out`` after every epoch, so a fit cut short (a session's end) resumes. Returns the fit's figures, with
+    its seconds."""
+    import dataclasses
+
+    from worldmodels.registry import load_model
+
+    torch.manual_seed(seed)
+    model = load_model(base).over_encoder(**settings, max_epochs=epochs)
+    model.spec = dataclasses.replace(model.spec, task=",".join(sorted(tasks)))
+    partial = out.parent / f"{out.stem}.fit-checkpoint.pt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    metrics = model.fit_latent(episodes, torch.Generator().manual_seed(seed), checkpoint=partial,
+                               progress=lambda s, e, v: print(f"  {s} {e}: {v:.4f}", flush=True))
+    metrics["seconds"] = time.perf_counter() - t0
+    model.save(out)
+    partial.unlink(missing_ok=True)
+    return metrics
 
 
 class StageClock:

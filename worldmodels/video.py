@@ -389,8 +389,11 @@ class VideoWorldModel(WorldModel):
     def hand_move(self, x: Tensor, action: Tensor) -> Tensor:
         """The proprioception's predicted change ``[N, PROPRIO]`` for states ``x`` and actions: the hand movers'
         mean."""
-        inp = self.hand_in(self.hand_input(x, action))
-        return self.hand_out.inverse(torch.stack([net(inp) for net in self.hand_net]).mean(0))
+        return self.hand_out.inverse(self._hand_mean(self.hand_in(self.hand_input(x, action))))
+
+    def _hand_mean(self, inp: Tensor) -> Tensor:
+        """The hand movers' mean on normalised inputs, in normalised units."""
+        return torch.stack([net(inp) for net in self.hand_net]).mean(0)
 
     def fit_hand(self, episodes, generator: torch.Generator, xs: list[Tensor] | None = None) -> float:
         """The hand movers on real transitions (``xs``: their ``episode_extra``, if at hand), one after another;
@@ -405,7 +408,7 @@ class VideoWorldModel(WorldModel):
             for net in self.hand_net:
                 self._train_head(net, inp, out, F.mse_loss, generator)
         with torch.no_grad():
-            return float(F.mse_loss(torch.stack([net(inp) for net in self.hand_net]).mean(0), out))
+            return float(F.mse_loss(self._hand_mean(inp), out))
 
     def add_hand_mover(self, episodes, generator: torch.Generator, members: int | None = None) -> float:
         """Turn ``hand_mover`` on in a fitted model with objects (``members`` hand movers; default: the config's
