@@ -547,7 +547,8 @@ def test_the_hand_movers_are_fitted_apart_and_averaged_and_an_older_single_one_s
     episodes, _ = hinged_episodes(n=10, T=20)
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
-    hm = model.over_encoder(objects=True, success_on="objects", hand_mover=True, hand_members=3, head_epochs=3)
+    hm = model.over_encoder(objects=True, success_on="objects", hand_mover=True, hand_members=3, head_epochs=3,
+                            hand_unroll_updates=3)
     mse = hm.fit_hand(episodes, g)
     assert len(hm.hand_net) == 3 and np.isfinite(mse)
     first = [net[0].weight for net in hm.hand_net]
@@ -561,20 +562,71 @@ def test_the_hand_movers_are_fitted_apart_and_averaged_and_an_older_single_one_s
     with torch.no_grad():
         torch.testing.assert_close(load_model(tmp_path / "three.pt").hand_move(x, a), hm.hand_move(x, a))
 
-    one = model.over_encoder(objects=True, success_on="objects", hand_mover=True, hand_members=1, head_epochs=3)
+    one = model.over_encoder(objects=True, success_on="objects", hand_mover=True, hand_members=1, head_epochs=3,
+                             hand_horizon=1)
     one.fit_hand(episodes, g)
     one.save(tmp_path / "one.pt")
     blob = torch.load(tmp_path / "one.pt", weights_only=False)         # as written before hand_members existed
-    del blob["config"]["hand_members"]
+    for key in ("hand_members", "hand_horizon", "hand_unroll_updates"):
+        del blob["config"][key]
     blob["state_dict"] = {k.replace("hand_net.0.", "hand_net.", 1): v for k, v in blob["state_dict"].items()}
     assert "hand_net.0.weight" in blob["state_dict"]
     torch.save(blob, tmp_path / "older.pt")
     older = load_model(tmp_path / "older.pt")
-    assert older.cfg.hand_members == 1
+    assert older.cfg.hand_members == 1 and older.cfg.hand_horizon == 1
     with torch.no_grad():
         torch.testing.assert_close(older.hand_move(x, a), one.hand_move(x, a))
     with pytest.raises(ReverieError, match="world_model.hand_members: expected an integer >= 1, got 0"):
         model.over_encoder(objects=True, hand_mover=True, hand_members=0)
+
+
+def lagging_hand_episodes(n: int = 30, T: int = 60, seed: int = 0):
+    """A hand that lags its target, as MetaWorld's follows its mocap: each action moves the target by 1 cm per
+    unit and the hand closes half its distance to the target per step. Actions are drawn afresh each step, so
+    one step's change shows only half the action's stride; the rest comes later, by way of a lag no input shows.
+    Returns the episodes and their ``x`` (hand, gripper, a still object, the goal)."""
+    rng = np.random.default_rng(seed)
+    episodes, xs = [], []
+    for k in range(n):
+        actions = rng.uniform(-1, 1, (T, 4)).astype(np.float32)
+        hand = target = np.array([0.0, 0.6, 0.2])
+        rows = [hand]
+        for a in actions:
+            target = target + 0.01 * a[:3]
+            hand = hand + 0.5 * (target - hand)
+            rows.append(hand)
+        hand = np.array(rows)
+        x = np.concatenate([hand, np.full((T + 1, 1), 1.0), np.broadcast_to([0.1, 0.7, 0.0], (T + 1, 3)),
+                            np.broadcast_to([0.0, 0.8, 0.0], (T + 1, 3))], 1).astype(np.float32)
+        episodes.append(Episode(None, x[:, :4], actions, np.zeros(T, np.float32), np.zeros(T, bool), "", k, x[:, 4:]))
+        xs.append(torch.from_numpy(x))
+    return episodes, xs
+
+
+def test_a_hand_mover_fine_tuned_on_unrolls_keeps_a_lagging_hand_s_stride_open_loop(reach):
+    """hand_horizon: a hand mover fitted one step at a time learns half the stride of a hand that lags its target
+    (the rest of each action's move shows in later steps, which that step's inputs cannot foresee), so driven open
+    loop by its own predictions it falls behind the real hand. Fine-tuned on 16-step unrolls it keeps the stride:
+    on episodes it has not seen, its hand ends 60 steps later at most half as far from the real one."""
+    _, model, _ = reach
+    train, train_x = lagging_hand_episodes()
+    test, test_x = lagging_hand_episodes(n=20, seed=1)
+    ends = {}
+    for horizon in (1, 16):
+        torch.manual_seed(0)
+        hm = model.over_encoder(objects=True, success_on="objects", hand_mover=True, hand_horizon=horizon,
+                                hand_unroll_updates=300, head_epochs=30)
+        hm.fit_hand(train, torch.Generator().manual_seed(0), train_x)
+        X = torch.stack(test_x, 1)                                   # [T+1, n, 10]
+        A = torch.stack([torch.from_numpy(e.actions) for e in test], 1)
+        with torch.no_grad():
+            hand = X[0, :, :4]
+            for t in range(len(A)):
+                hand = hand + hm.hand_move(torch.cat([hand, X[t, :, 4:]], 1), A[t])
+        ends[horizon] = (hand[:, :3] - X[-1, :, :3]).norm(dim=1).mean().item()
+    assert ends[16] < 0.5 * ends[1], ends
+    with pytest.raises(ReverieError, match="world_model.hand_horizon, hand_unroll_updates: expected integers"):
+        model.over_encoder(objects=True, hand_mover=True, hand_horizon=0)
 
 
 def test_the_matrix_mover_turns_a_held_handle_along_its_hinge_where_the_carry_gate_cannot(reach, tmp_path):
@@ -673,7 +725,7 @@ def test_the_hand_mover_follows_the_action_slowed_by_what_it_holds(reach):
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
     hm = model.over_encoder(objects=True, success_on="objects", success_inputs="state", hand_mover=True,
-                            reader_steps=300, head_epochs=100)
+                            hand_horizon=1, reader_steps=300, head_epochs=100)
     metrics = hm.fit_latent(ds.episodes, g)
     assert np.isfinite(metrics["hand_mover_mse"]) and metrics["hand_mover_mse"] < 0.5
     e = ds.episodes[0]

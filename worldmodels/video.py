@@ -108,6 +108,13 @@ class VideoConfig:
                                         # averaged (two fits of one net, alike in training error, moved a weak
                                         # policy's hand differently enough to rank push at 0.77 and 0.91; five
                                         # did not settle it: assets/reports/manipulation/ranking.md)
+    hand_horizon: int = 16              # hand movers fitted one step at a time, then fine-tuned on open-loop unrolls
+                                        # of this many steps of their own predictions (the objects real); 1: one
+                                        # step only. MetaWorld's hand lags its mocap target, so a one-step fit
+                                        # learns a short stride and its errors feed back; unrolled, three fits'
+                                        # hands end 1.5-2.3 cm apart after 150 steps, not 12-27 cm (draws/
+                                        # hand_horizon.py)
+    hand_unroll_updates: int = 1000     # the unrolled fine-tuning's updates (batches of 256 windows)
     judge_steps: int = 3000             # the judge's updates (batches of 64, half of them successful frames)
     holdout_ratio: float = 0.1
 
@@ -126,6 +133,9 @@ class VideoConfig:
                                f"got '{self.mover}'")
         if self.hand_members < 1:
             raise ReverieError(f"world_model.hand_members: expected an integer >= 1, got {self.hand_members}")
+        if self.hand_horizon < 1 or self.hand_unroll_updates < 0:
+            raise ReverieError(f"world_model.hand_horizon, hand_unroll_updates: expected integers >= 1 and >= 0, "
+                               f"got {self.hand_horizon} and {self.hand_unroll_updates}")
         if self.hand_mover and not self.objects:
             raise ReverieError("world_model.hand_mover=true needs world_model.objects=true: it reads where the "
                                "object is, which the latent state holds only then")
@@ -150,7 +160,12 @@ class VideoConfig:
     def key_omits(self) -> set[str]:
         """Options with no effect on this fit, left out of its name (``base.fit_identity``): models cached
         before such an option was added keep their keys."""
-        return set() if self.objects else {"success_inputs"}
+        omits = set() if self.objects else {"success_inputs"}
+        if not self.hand_mover:
+            omits |= {"hand_members", "hand_horizon", "hand_unroll_updates"}
+        elif self.hand_horizon == 1:
+            omits.add("hand_unroll_updates")
+        return omits
 
 
 def image_size_of(obs_dim: int) -> int:
@@ -396,28 +411,56 @@ class VideoWorldModel(WorldModel):
         return torch.stack([net(inp) for net in self.hand_net]).mean(0)
 
     def fit_hand(self, episodes, generator: torch.Generator, xs: list[Tensor] | None = None) -> float:
-        """The hand movers on real transitions (``xs``: their ``episode_extra``, if at hand), one after another;
-        returns their mean's final mean squared error in units of the change's spread."""
+        """The hand movers on real transitions (``xs``: their ``episode_extra``, if at hand), one after another:
+        each one step at a time, then (``hand_horizon`` > 1) on open-loop unrolls (``_unroll_hand``). Returns
+        their mean's final one-step mean squared error in units of the change's spread."""
         xs = xs if xs is not None else [self.episode_extra(e) for e in episodes]
-        inp = torch.cat([self.hand_input(x[:-1], torch.from_numpy(e.actions)) for e, x in zip(episodes, xs)])
+        actions = [torch.from_numpy(e.actions).float() for e in episodes]
+        inp = torch.cat([self.hand_input(x[:-1], a) for a, x in zip(actions, xs)])
         out = torch.cat([x[1:, :PROPRIO] - x[:-1, :PROPRIO] for x in xs])
         self.hand_in.fit(inp)
         self.hand_out.fit(out)
         inp, out = self.hand_in(inp), self.hand_out(out)
+        horizon = min(self.cfg.hand_horizon, max(len(a) for a in actions))
+        if horizon > 1:                 # every window of that many steps: x [H+1, N, extra], actions [H, N, act]
+            X = torch.cat([x.unfold(0, horizon + 1, 1) for x in xs if len(x) > horizon]).permute(2, 0, 1)
+            A = torch.cat([a.unfold(0, horizon, 1) for a in actions if len(a) >= horizon]).permute(2, 0, 1)
         with torch.enable_grad():
             for net in self.hand_net:
                 self._train_head(net, inp, out, F.mse_loss, generator)
+                if horizon > 1:
+                    self._unroll_hand(net, X, A, generator)
         with torch.no_grad():
             return float(F.mse_loss(self._hand_mean(inp), out))
 
-    def add_hand_mover(self, episodes, generator: torch.Generator, members: int | None = None) -> float:
-        """Turn ``hand_mover`` on in a fitted model with objects (``members`` hand movers; default: the config's
-        ``hand_members``) and fit it on real ``episodes`` (seconds; the rest of the model as it is). Returns
-        ``fit_hand``'s error."""
+    def _unroll_hand(self, net: nn.Module, X: Tensor, A: Tensor, generator: torch.Generator) -> None:
+        """Fine-tune one hand mover on open-loop unrolls: from each window's first real state, the hand moves by
+        the mover's own predictions for the window's real actions, the objects where they really were; the loss
+        is the hand's error after every step, in units of one step's spread. A one-step fit is never shown its
+        errors fed back; this is (MetaWorld's hand lags its target, so one step alone learns a short stride)."""
+        opt = torch.optim.Adam(net.parameters(), lr=3e-4)
+        for _ in range(self.cfg.hand_unroll_updates):
+            idx = torch.randint(X.shape[1], (256,), generator=generator)
+            x, a = X[:, idx], A[:, idx]
+            hand, loss = x[0, :, :PROPRIO], 0.0
+            for s in range(len(a)):
+                now = torch.cat([hand, x[s, :, PROPRIO:]], 1)
+                hand = hand + self.hand_out.inverse(net(self.hand_in(self.hand_input(now, a[s]))))
+                loss = loss + ((hand - x[s + 1, :, :PROPRIO]) / self.hand_out.std).pow(2).mean()
+            opt.zero_grad(set_to_none=True)
+            (loss / len(a)).backward()
+            opt.step()
+
+    def add_hand_mover(self, episodes, generator: torch.Generator, **settings) -> float:
+        """Turn ``hand_mover`` on in a fitted model with objects, or fit its hand movers again (``settings``: any
+        of ``hand_members``, ``hand_horizon``, ``hand_unroll_updates``; otherwise the config's), on real
+        ``episodes`` (the rest of the model as it is). Returns ``fit_hand``'s error."""
         from dataclasses import replace
 
-        members = self.cfg.hand_members if members is None else members
-        self.cfg = replace(self.cfg, hand_mover=True, hand_members=members).validate()
+        unknown = set(settings) - {"hand_members", "hand_horizon", "hand_unroll_updates"}
+        if unknown:
+            raise ReverieError(f"add_hand_mover: unknown setting {', '.join(sorted(unknown))}")
+        self.cfg = replace(self.cfg, hand_mover=True, **settings).validate()
         self._make_hand_mover()
         return self.fit_hand(episodes, generator)
 
@@ -887,7 +930,8 @@ class VideoWorldModel(WorldModel):
         return {"success_on": "latent",           # before the judge, the head was the success signal
                 "reference": "mean",               # and the decoder drew from the data's mean frame
                 "success_inputs": "state",         # and the head on positions read them as they are
-                "hand_members": 1}                 # and the hand mover was one net
+                "hand_members": 1,                 # and the hand mover was one net
+                "hand_horizon": 1}                 # fitted one step at a time
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         # a checkpoint from before the hand movers were several holds its one as hand_net.<layer>.*

@@ -31,10 +31,11 @@ def expert_steps(model, episodes: list, n: int = 16, cap: int = 100):
     return chosen, X, A, [T * k // 4 for k in (1, 2, 3, 4)]
 
 
-def amend_model(argv: list[str], amend) -> dict:
+def amend_model(argv: list[str], amend, seed: int = 0) -> dict:
     """``argv`` = MODEL OUT TASK ...: load MODEL, call ``amend(model, episodes, generator)`` on the real episodes of
-    those tasks (every level, ``loop_episodes``; the generator seeded 0), which changes part of the model and
-    returns its figures; save the model at OUT and the figures, with the seconds taken, beside it."""
+    those tasks (every level, ``loop_episodes``; the generator and any new part's initial weights seeded ``seed``),
+    which changes part of the model and returns its figures; save the model at OUT and the figures, with the
+    seconds taken, beside it."""
     import json
     import time
     from pathlib import Path
@@ -45,8 +46,8 @@ def amend_model(argv: list[str], amend) -> dict:
     model = load_model(base)
     episodes = [e for task in tasks for e in loop_episodes(f"metaworld-{task}")]
     t0 = time.perf_counter()
-    torch.manual_seed(0)            # any new part's initial weights, so that a rerun makes the same model
-    metrics = dict(amend(model, episodes, torch.Generator().manual_seed(0)))
+    torch.manual_seed(seed)         # any new part's initial weights, so that a rerun makes the same model
+    metrics = dict(amend(model, episodes, torch.Generator().manual_seed(seed)))
     metrics["seconds"] = time.perf_counter() - t0
     out.parent.mkdir(parents=True, exist_ok=True)
     model.save(out)
