@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import threading
 import time
@@ -40,7 +41,8 @@ EVAL_SEEDS = list(range(10_000, 10_050))
 FAILURE_LEVELS = ("poor", "misdirected")   # the world model's failing episodes (seeds --seed + 2, + 3)
 ZOO_NOISE = (0.5, 1.0)      # action-noise stds of the zoo's noisy copies of the fine-tuned policy
 # the ranking model's settings over the video model's encoder (VideoWorldModel.over_encoder)
-RANKING_MODEL = {"objects": True, "success_on": "objects", "hand_mover": True, "object_mover": True, "mover": "matrix"}
+RANKING_MODEL = {"objects": True, "success_on": "objects", "hand_mover": True, "hand_horizon": 16,
+                 "object_mover": True, "mover": "matrix"}
 RANK_TASKS = ("metaworld-push", "metaworld-pick-place", "metaworld-door-open", "metaworld-drawer-open")
 
 
@@ -222,6 +224,12 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(2)
 
     if rank_tasks:
+        for k in stale_fits(video_path, rank_paths, RANKING_MODEL, args.rank_epochs):
+            print(f"  {rank_paths[k]}: fitted with other settings than the ranking model's now; it and its "
+                  "rankings are made again", flush=True)
+            rank_paths[k].unlink()
+            shutil.rmtree(out / "ranking" / f"fit{k}", ignore_errors=True)
+            ranked.unlink(missing_ok=True)
         stage("ranking models", rank_paths[-1], fit_ranking_models)
         pooled_json = ranked.with_suffix(".json")            # pooled over other fits or tasks: pooled again
         if pooled_json.exists() and json.loads(pooled_json.read_text()).get("command") != \
@@ -257,6 +265,21 @@ def main(argv: list[str] | None = None) -> int:
             f"Per-task reports: {out / 'ranking'}/fit<k>/<task>/.", "", text]))
         print(text, end="")
     return 0
+
+
+def stale_fits(base: Path, paths: list[Path], settings: dict, epochs: int) -> list[int]:
+    """Which of the fits at ``paths`` that exist were not made as ``fit_over_encoder(base, ..., settings, ...,
+    epochs)`` would make them now (the recipe or a default changed since): their indices."""
+    from dataclasses import replace
+
+    from worldmodels.base import fit_identity
+    from worldmodels.registry import load_model
+
+    kept = [k for k, p in enumerate(paths) if p.exists()]
+    if not kept:
+        return []
+    now = fit_identity(replace(load_model(base).cfg, **settings, max_epochs=epochs))
+    return [k for k in kept if fit_identity(load_model(paths[k]).cfg) != now]
 
 
 def fit_over_encoder(base: Path, out: Path, settings: dict, episodes: list, tasks: list[str], seed: int,

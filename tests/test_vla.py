@@ -94,6 +94,29 @@ def test_the_loop_refuses_more_policy_demonstrations_than_it_makes(tmp_path, cap
     assert not (tmp_path / "loop").exists()                            # refused before anything is written
 
 
+def test_the_loop_fits_a_ranking_model_again_when_its_recipe_changed(tmp_path):
+    """A kept ranking fit counts as done only if it was made with the loop's ranking settings as they are now: one
+    made before a setting or default changed (here, hand movers fitted one step at a time) is named stale, so
+    the loop fits it and ranks with it again instead of reporting the old recipe's verdict under the new one."""
+    from dataclasses import replace
+
+    from eval.manipulation_loop import RANKING_MODEL, stale_fits
+    from worldmodels.video import VideoConfig, VideoWorldModel
+
+    base = VideoWorldModel(3 * 16 * 16 + 4, 4, VideoConfig(latent=8, channels=8, hidden=(16,), members=2, elites=1),
+                           task="metaworld-push")
+    base.save(tmp_path / "video.pt")
+    paths = [tmp_path / f"rank_video_fit{k}.pt" for k in range(3)]
+    assert stale_fits(tmp_path / "video.pt", paths, RANKING_MODEL, 60) == []        # none made yet
+    current = base.over_encoder(**RANKING_MODEL, max_epochs=60)
+    current.save(paths[0])
+    older = base.over_encoder(**RANKING_MODEL, max_epochs=60)
+    older.cfg = replace(older.cfg, hand_horizon=1)
+    older.save(paths[1])
+    assert stale_fits(tmp_path / "video.pt", paths, RANKING_MODEL, 60) == [1]
+    assert stale_fits(tmp_path / "video.pt", paths, RANKING_MODEL, 30) == [0, 1]    # other epochs: both
+
+
 def test_the_loop_refuses_to_rank_a_task_it_does_not_run(tmp_path, capsys):
     from eval.manipulation_loop import main
 
