@@ -20,13 +20,11 @@ import sys
 import time
 
 import torch
-import torch.nn.functional as F
 
 torch.set_num_threads(1)
-from loop_data import LOOP_LEVELS, loop_episodes
-from worldmodels.ensemble import Normalizer
+from loop_data import LOOP_LEVELS, fit_hand_net, last_changes, loop_episodes
 from worldmodels.registry import load_model
-from worldmodels.video import PROPRIO, _mlp
+from worldmodels.video import PROPRIO
 
 SEEDS = (0, 1, 2)
 FINE_TUNE_UPDATES = 1000
@@ -34,15 +32,6 @@ model = load_model(sys.argv[1])
 horizons = [int(h) for h in sys.argv[2:]] or [1, 16]
 tasks = ["drawer-open", "door-open", "push", "pick-place"]
 data = {t: [(e, model.episode_extra(e)) for e in loop_episodes(f"metaworld-{t}")] for t in tasks}
-
-
-def last_changes(x):          # the proprioception's change into each step (none into the first)
-    d = x[1:, :PROPRIO] - x[:-1, :PROPRIO]
-    return torch.cat([torch.zeros_like(d[:1]), d])
-
-
-def inputs(x, last, a, momentum: bool):
-    return torch.cat([model.hand_input(x, a)] + ([last] if momentum else []), 1)
 
 
 def unroll(step, X, L, A, steps):
@@ -70,17 +59,7 @@ def windows(H):
 
 
 def fit(seed, H, momentum):
-    torch.manual_seed(seed)
-    inp = torch.cat([inputs(x[:-1], last_changes(x)[:-1], torch.from_numpy(e.actions).float(), momentum)
-                     for t in tasks for e, x in data[t]])
-    out = torch.cat([x[1:, :PROPRIO] - x[:-1, :PROPRIO] for t in tasks for _, x in data[t]])
-    net, n_in, n_out = _mlp(inp.shape[1], PROPRIO), Normalizer(inp.shape[1]), Normalizer(PROPRIO)
-    n_in.fit(inp)
-    n_out.fit(out)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.enable_grad():
-        mse = model._train_head(net, n_in(inp), n_out(out), F.mse_loss, gen)
-    step = lambda x, last, a: n_out.inverse(net(n_in(inputs(x, last, a, momentum))))  # noqa: E731
+    net, step, n_out, mse, gen = fit_hand_net(model, [p for t in tasks for p in data[t]], momentum, seed)
     if H > 1:
         X, L, A = windows(H)
         opt = torch.optim.Adam(net.parameters(), lr=3e-4)
@@ -92,8 +71,11 @@ def fit(seed, H, momentum):
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
+        inp_steps = [(e, x) for t in tasks for e, x in data[t]]
         with torch.no_grad():
-            mse = float(F.mse_loss(net(n_in(inp)), n_out(out)))
+            mse = float(torch.cat([(step(x[:-1], last_changes(x)[:-1], torch.from_numpy(e.actions).float())
+                                    - (x[1:, :PROPRIO] - x[:-1, :PROPRIO])) / n_out.std
+                                   for e, x in inp_steps]).pow(2).mean())
     return step, mse
 
 

@@ -31,6 +31,39 @@ def expert_steps(model, episodes: list, n: int = 16, cap: int = 100):
     return chosen, X, A, [T * k // 4 for k in (1, 2, 3, 4)]
 
 
+def last_changes(x: torch.Tensor) -> torch.Tensor:
+    """The proprioception's change into each step of ``x`` ``[T+1, extra]`` (none into the first)."""
+    from worldmodels.video import PROPRIO
+
+    d = x[1:, :PROPRIO] - x[:-1, :PROPRIO]
+    return torch.cat([torch.zeros_like(d[:1]), d])
+
+
+def fit_hand_net(model, pairs: list, momentum: bool, seed: int):
+    """A hand mover of ``VideoWorldModel.hand_move``'s form (with ``momentum``, also reading the proprioception's
+    last change) fitted one step at a time as ``fit_hand`` does, on ``pairs`` of (episode, its ``episode_extra``);
+    its initial weights and batches seeded ``seed``. Returns (the net, ``step(x, last, action)`` -> the hand's
+    change, the output normaliser, the one-step error in units of the change's spread, the generator)."""
+    import torch.nn.functional as F
+
+    from worldmodels.ensemble import Normalizer
+    from worldmodels.video import PROPRIO, _mlp
+
+    def inputs(x, last, a):
+        return torch.cat([model.hand_input(x, a)] + ([last] if momentum else []), 1)
+
+    torch.manual_seed(seed)
+    inp = torch.cat([inputs(x[:-1], last_changes(x)[:-1], torch.from_numpy(e.actions).float()) for e, x in pairs])
+    out = torch.cat([x[1:, :PROPRIO] - x[:-1, :PROPRIO] for _, x in pairs])
+    net, n_in, n_out = _mlp(inp.shape[1], PROPRIO), Normalizer(inp.shape[1]), Normalizer(PROPRIO)
+    n_in.fit(inp)
+    n_out.fit(out)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.enable_grad():
+        mse = model._train_head(net, n_in(inp), n_out(out), F.mse_loss, generator)
+    return net, lambda x, last, a: n_out.inverse(net(n_in(inputs(x, last, a)))), n_out, mse, generator
+
+
 def amend_model(argv: list[str], amend, seed: int = 0) -> dict:
     """``argv`` = MODEL OUT TASK ...: load MODEL, call ``amend(model, episodes, generator)`` on the real episodes of
     those tasks (every level, ``loop_episodes``; the generator and any new part's initial weights seeded ``seed``),
