@@ -436,8 +436,8 @@ class VideoWorldModel(WorldModel):
     def _unroll_hand(self, net: nn.Module, X: Tensor, A: Tensor, generator: torch.Generator) -> None:
         """Fine-tune one hand mover on open-loop unrolls: from each window's first real state, the hand moves by
         the mover's own predictions for the window's real actions, the objects where they really were; the loss
-        is the hand's error after every step, in units of one step's spread. A one-step fit is never shown its
-        errors fed back; this is (MetaWorld's hand lags its target, so one step alone learns a short stride)."""
+        is the hand's error after every step, in units of one step's spread. A one-step fit is never shown its own
+        errors fed back, and learns a short stride of MetaWorld's hand, which lags its target."""
         opt = torch.optim.Adam(net.parameters(), lr=3e-4)
         for _ in range(self.cfg.hand_unroll_updates):
             idx = torch.randint(X.shape[1], (256,), generator=generator)
