@@ -100,6 +100,22 @@ def judge_episodes(generator: torch.Generator) -> tuple[list, list, dict]:
     return hold, train, task_of
 
 
+def probe_args(argv: list[str], needs: str, ok) -> tuple:
+    """``argv`` = TASK MODEL POLICY [RESETS] of a one-policy probe (``where.py``, ``replay_movers.py``): (the task,
+    the model's path, the model, the policy's path, the reset seeds: RESETS of them from 20000, default 20). The
+    model must pass ``ok(model)`` (``needs`` says what it must be)."""
+    from pathlib import Path
+
+    from worldmodels.registry import load_model
+
+    task, model_path, policy_path = argv[:3]
+    n = int(argv[3]) if len(argv) > 3 else 20
+    model = load_model(Path(model_path))
+    if not ok(model):
+        raise SystemExit(f"{model_path}: expected {needs}")
+    return task, model_path, model, policy_path, list(range(20000, 20000 + n))
+
+
 def real_rollouts(task: str, policy_path: str, seeds: list[int], steps: int):
     """One VLA policy closed loop in MetaWorld (``task`` without its ``metaworld-`` prefix), acting
     deterministically from each of ``seeds`` for ``steps`` steps. Returns (the policy's name, its start frames and

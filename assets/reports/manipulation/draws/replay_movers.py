@@ -13,21 +13,18 @@ does not go; if it does not, the gap is in the policy's reaction to the imagined
 Usage (repository root): python assets/reports/manipulation/draws/replay_movers.py TASK MODEL POLICY [RESETS]
 """
 import sys
-from pathlib import Path
 
 import torch
 
 torch.set_num_threads(1)
-from loop_data import real_rollouts
-from worldmodels.registry import load_model
+from loop_data import probe_args, real_rollouts
 from worldmodels.video import PROPRIO
 
-task, model_path, policy_path = sys.argv[1:4]
-n = int(sys.argv[4]) if len(sys.argv) > 4 else 20
-H, checks = 150, (10, 25, 50, 75, 100, 149)
-model = load_model(Path(model_path))
-assert model.cfg.hand_mover and model.cfg.object_mover, "a model with hand_mover=true and object_mover=true"
-name, _, x_real, actions, success = real_rollouts(task, policy_path, list(range(20000, 20000 + n)), H)
+task, model_path, model, policy_path, seeds = probe_args(
+    sys.argv[1:], "a model with hand_mover=true and object_mover=true",
+    lambda m: m.cfg.hand_mover and m.cfg.object_mover)
+n, H, checks = len(seeds), 150, (10, 25, 50, 75, 100, 149)
+name, _, x_real, actions, success = real_rollouts(task, policy_path, seeds, H)
 X, A = torch.from_numpy(x_real), torch.from_numpy(actions)
 print(f"{task}, {name}, {n} resets from seed 20000, {H} steps, the real actions replayed through {model_path}'s "
       "hand and object movers")

@@ -11,7 +11,6 @@ success signal (real: MetaWorld's; imagined: the model's head; and the head on t
 Usage (repository root): python assets/reports/manipulation/draws/where.py TASK MODEL POLICY [RESETS]
 """
 import sys
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -19,16 +18,12 @@ import torch
 torch.set_num_threads(1)
 from agents.vla_finetune import VLAEnginePolicy
 from eval.video_evaluate import load_vla_policies
-from loop_data import real_rollouts
-from worldmodels.registry import load_model
+from loop_data import probe_args, real_rollouts
 from worldmodels.video import frames_to_obs
 
-task, model_path, policy_path = sys.argv[1:4]
-n = int(sys.argv[4]) if len(sys.argv) > 4 else 20
-H, checks = 150, (10, 25, 50, 75, 100, 150)
-model = load_model(Path(model_path))
-assert model.cfg.objects, "a model with objects=true"
-seeds = list(range(20000, 20000 + n))
+task, model_path, model, policy_path, seeds = probe_args(sys.argv[1:], "a model with objects=true",
+                                                        lambda m: m.cfg.objects)
+n, H, checks = len(seeds), 150, (10, 25, 50, 75, 100, 150)
 # real side: the policy closed loop in MetaWorld, positions recorded
 name, (frames0, states0, texts), real_x, _, real_s = real_rollouts(task, policy_path, seeds, H)
 
