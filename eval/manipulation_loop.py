@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     tasks = args.tasks.split(",")
     seeds = EVAL_SEEDS[:args.eval_episodes]
 
-    def stage(name: str, product: Path, fn) -> None:
-        if product.exists():
+    def stage(name: str, product: Path | list[Path], fn) -> None:
+        if all(p.exists() for p in ([product] if isinstance(product, Path) else product)):
             return
         print(f"== {name}", flush=True)
         with clock.running(name):
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             rank_paths[k].unlink()
             shutil.rmtree(out / "ranking" / f"fit{k}", ignore_errors=True)
             ranked.unlink(missing_ok=True)
-        stage("ranking models", rank_paths[-1], fit_ranking_models)
+        stage("ranking models", rank_paths, fit_ranking_models)
         pooled_json = ranked.with_suffix(".json")            # pooled over other fits or tasks: pooled again
         if pooled_json.exists() and json.loads(pooled_json.read_text()).get("command") != \
                 "python -m eval.pooled_ranking " + " ".join(pool_argv):

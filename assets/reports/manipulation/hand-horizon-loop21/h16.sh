@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # the three loop-ref ranking fits with their hand movers fitted again on 16-step unrolls (seed k for fit k)
-cd /work/main
+cd "$(dirname "$0")/../../../.."     # the repository
 for k in 0 1 2; do
   [ -f runs/manip/h16-fit$k/model.pt ] && continue
   MEMBERS=1 HORIZON=16 SEED=$k PYTHONPATH=. .venv/bin/python assets/reports/manipulation/draws/add_hand.py \
