@@ -11,7 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 # Updates of a critic-sized MLP on 3,400 rows (MOBILE's next-state proposals): megabyte activations,
-# allocated and freed every update. Prints the minor page faults of thirty updates after three.
+# allocated and freed every update. Prints the minor page faults of a hundred updates after ten: the retained
+# heap still grows now and then in the first few (850 faults a step), which thirty updates after three had let
+# come within the bound (CI: 1,701 against 12,687).
 LOOP = """
 import resource, sys, torch
 from envs.allocator import retain_freed_memory
@@ -27,10 +29,10 @@ def update():
     opt.zero_grad()
     loss.backward()
     opt.step()
-for _ in range(3):
+for _ in range(10):
     update()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(30):
+for _ in range(100):
     update()
 print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
@@ -44,5 +46,5 @@ def faults(mode: str) -> int:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc settings")
 def test_retained_memory_spares_the_updates_their_page_faults():
     default, retained = faults("default"), faults("retain")
-    assert default > 10_000, default            # glibc's defaults hand the activations back every update ...
-    assert retained * 8 < default, (retained, default)      # ... retained, they are reused (a one-off growth)
+    assert default > 20_000, default            # glibc's defaults hand the activations back every update ...
+    assert retained * 10 < default, (retained, default)     # ... retained, they are reused (a one-off growth)
