@@ -46,6 +46,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from agents.training import resolve_precision, update_precision
 from envs.errors import ReverieError
 from envs.manipulation import OBJECT_DIM
 from worldmodels.base import FitCheckpoint, WorldModel
@@ -70,6 +71,8 @@ class VideoConfig:
     ae_epochs: int = 8
     ae_batch: int = 32
     ae_lr: float = 1e-3
+    precision: str = "float32"          # the frame autoencoder's updates: float32, bfloat16 (autocast, channels-last
+                                        # memory) or auto (bfloat16 where the CPU or GPU has it natively)
     motion_weight: float = 10.0         # pixels weighted 1 + k * (their spread over the data) / (mean spread)
     context_noise: float = 0.1          # std of the noise on context latents when training the dynamics
     members: int = 5                    # latent dynamics ensemble
@@ -119,6 +122,8 @@ class VideoConfig:
     holdout_ratio: float = 0.1
 
     def validate(self) -> "VideoConfig":
+        if self.precision not in ("float32", "bfloat16", "auto"):
+            raise ReverieError(f"world_model.precision: expected float32, bfloat16 or auto, got '{self.precision}'")
         if self.reference not in ("first", "mean"):
             raise ReverieError(f"world_model.reference: expected first or mean, got '{self.reference}'")
         if self.success_on not in ("judge", "latent", "frame", "objects"):
@@ -161,6 +166,8 @@ class VideoConfig:
         """Options with no effect on this fit, left out of its name (``base.fit_identity``): models cached
         before such an option was added keep their keys."""
         omits = set() if self.objects else {"success_inputs"}
+        if self.precision == "float32":
+            omits.add("precision")
         if not self.hand_mover:
             omits |= {"hand_members", "hand_horizon", "hand_unroll_updates"}
         elif self.hand_horizon == 1:
@@ -619,9 +626,23 @@ class VideoWorldModel(WorldModel):
         ``checkpoint``: a folder where the autoencoder and the dynamics write their progress after every
         epoch; a fit of the same data, config and seed that finds it continues from there and ends with the
         weights of one that never stopped (an hour's fit on two cores can span sessions)."""
-        cfg = self.cfg
         self._check_frame_size(episodes)
         self.check_success_inputs()
+        metrics = {"reconstruction_mse": self.fit_autoencoder(
+                       episodes, generator, progress, checkpoint=Path(checkpoint) / "autoencoder.pt" if checkpoint
+                       else None),
+                   **self.fit_latent(episodes, generator, progress,
+                                     checkpoint=Path(checkpoint) / "dynamics.pt" if checkpoint else None)}
+        if self.cfg.success_on == "judge":
+            metrics.update(self.fit_judge(episodes, generator, progress))
+        return metrics
+
+    def fit_autoencoder(self, episodes, generator: torch.Generator, progress=None,
+                        checkpoint: str | Path | None = None) -> float:
+        """The frame autoencoder, ``ae_epochs`` epochs over the episodes' frames (5% held out), each frame
+        encoded beside its reference; progress written to the file ``checkpoint`` after every epoch. Returns the
+        held-out reconstruction error (mean squared, pixels in [0, 1])."""
+        cfg = self.cfg
         frames = torch.cat([torch.from_numpy(e.images) for e in episodes])               # uint8 [N, S, S, 3]
         n = len(frames)
         first = first_frame_index(episodes)     # the reference of every latent the dynamics see
@@ -646,16 +667,23 @@ class VideoWorldModel(WorldModel):
         spread = torch.stack([(batch_frames(train[i:i + 1024]) - self.ae.mean_frame).pow(2).sum(0)
                               for i in range(0, len(train), 1024)]).sum(0).div(len(train)).sqrt().mean(0)
         weight = 1.0 + cfg.motion_weight * spread / spread.mean().clamp_min(1e-8)
+        # bfloat16: the convolutions' and matmuls' arithmetic under autocast, the weights, the loss and Adam in
+        # float32; channels-last memory is what oneDNN's bfloat16 convolutions want (tests/bench/bench_video.py)
+        precision = resolve_precision(cfg.precision)
+        memory = torch.channels_last if precision == "bfloat16" else torch.contiguous_format
+        self.ae.to(memory_format=memory)
         opt = torch.optim.Adam(self.ae.parameters(), lr=cfg.ae_lr)
-        saving = FitCheckpoint(Path(checkpoint) / "autoencoder.pt" if checkpoint else None, n, cfg, generator)
+        saving = FitCheckpoint(checkpoint, n, cfg, generator)
         saved = saving.resume(self.ae, opt, generator, "cpu")
         start, recon = (saved["epoch"] + 1, saved["recon"]) if saved else (1, float("nan"))
         for epoch in range(start, cfg.ae_epochs + 1):
             order = train[torch.randperm(len(train), generator=generator)]
             for b in range(0, len(order), cfg.ae_batch):
                 idx = order[b:b + cfg.ae_batch]
-                x, ref = batch_frames(idx), references(idx)
-                loss = ((self.ae.decode(self.ae.encode(x, ref), ref) - x).pow(2) * weight).mean()
+                x, ref = (f.contiguous(memory_format=memory) for f in (batch_frames(idx), references(idx)))
+                with update_precision(precision):
+                    shown = self.ae.decode(self.ae.encode(x, ref), ref)
+                loss = ((shown.float() - x).pow(2) * weight).mean()
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
@@ -665,12 +693,8 @@ class VideoWorldModel(WorldModel):
             saving.write(self.ae, opt, generator, epoch=epoch, recon=recon)
             if progress:
                 progress("autoencoder", epoch, recon)
-        metrics = {"reconstruction_mse": recon,
-                   **self.fit_latent(episodes, generator, progress,
-                                     checkpoint=Path(checkpoint) / "dynamics.pt" if checkpoint else None)}
-        if self.cfg.success_on == "judge":
-            metrics.update(self.fit_judge(episodes, generator, progress))
-        return metrics
+        self.ae.to(memory_format=torch.contiguous_format)      # the rest of the fit and every rollout: float32
+        return recon
 
     def fit_judge(self, episodes, generator: torch.Generator, progress=None) -> dict[str, float]:
         """The success judge on real episodes, half its frames seen through this model's autoencoder (as
