@@ -15,6 +15,38 @@ import torch
 from torch import Tensor, nn
 
 
+PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
+
+
+def native_bfloat16(device_type: str = "cpu") -> bool:
+    """Whether this machine has bfloat16 kernels of its own: a CUDA GPU that supports it, or a CPU that
+    oneDNN runs bfloat16 on (AVX-512, AMX). Elsewhere (an AVX2-only CPU) autocast emulates it, and
+    MOBILE's update ran at 0.9 updates/s in bfloat16 where it runs at ~13 in float32."""
+    if device_type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def resolve_precision(precision: str, device_type: str = "cpu") -> str:
+    """``auto``: bfloat16 where the machine has it natively (``native_bfloat16``), float32 elsewhere."""
+    if precision == "auto":
+        return "bfloat16" if native_bfloat16(device_type) else "float32"
+    return precision
+
+
+def update_precision(precision: str, device_type: str = "cpu"):
+    """An update's arithmetic: float32, or ``precision``'s lower precision under autocast.
+
+    Without autocast's cache of cast weights: an update steps one network and then uses it (IQL's value
+    net, then its Q target), and the cache, kept for the whole context, would serve the weights from
+    before the step (no slower without it here: RAVL, SAC and IQL updates within 3%)."""
+    dtype = PRECISIONS[precision]
+    return torch.autocast(device_type, dtype=dtype, enabled=dtype is not None, cache_enabled=False)
+
+
 def full_precision(x: Tensor):
     """A block computed in float32 even inside a lower-precision autocast (``train.precision``)."""
     return torch.autocast(x.device.type, enabled=False)

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from agents.data import TransitionSampler, mix
+from agents.networks import PRECISIONS, native_bfloat16, resolve_precision, update_precision  # noqa: F401
 from envs.atomic_io import atomic_path, write_json
 from envs.errors import ReverieError
 from envs.simulator import SimulatorBatch
@@ -34,38 +35,6 @@ from envs.tasks import get_task, normalized_score
 from worldmodels.rollout import ModelReplayBuffer, StartStates, UncertaintyThreshold, rollout
 
 CHECKPOINT_FORMAT = "reverie.train_checkpoint/1"
-
-
-PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
-
-
-def native_bfloat16(device_type: str = "cpu") -> bool:
-    """Whether this machine has bfloat16 kernels of its own: a CUDA GPU that supports it, or a CPU that
-    oneDNN runs bfloat16 on (AVX-512, AMX). Elsewhere (an AVX2-only CPU) autocast emulates it, and
-    MOBILE's update ran at 0.9 updates/s in bfloat16 where it runs at ~13 in float32."""
-    if device_type == "cuda":
-        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
-
-
-def resolve_precision(precision: str, device_type: str = "cpu") -> str:
-    """``auto``: bfloat16 where the machine has it natively (``native_bfloat16``), float32 elsewhere."""
-    if precision == "auto":
-        return "bfloat16" if native_bfloat16(device_type) else "float32"
-    return precision
-
-
-def update_precision(precision: str, device_type: str = "cpu"):
-    """An update's arithmetic: float32, or ``precision``'s lower precision under autocast.
-
-    Without autocast's cache of cast weights: an update steps one network and then uses it (IQL's value
-    net, then its Q target), and the cache, kept for the whole context, would serve the weights from
-    before the step (no slower without it here: RAVL, SAC and IQL updates within 3%)."""
-    dtype = PRECISIONS[precision]
-    return torch.autocast(device_type, dtype=dtype, enabled=dtype is not None, cache_enabled=False)
 
 
 @dataclass

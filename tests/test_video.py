@@ -762,3 +762,23 @@ def test_the_hand_mover_follows_the_action_slowed_by_what_it_holds(reach):
     torch.testing.assert_close(held_move, torch.tensor([0.0, -0.003, 0.0]), atol=1.5e-3, rtol=0)
     with pytest.raises(ReverieError, match="hand_mover=true needs world_model.objects=true"):
         model.over_encoder(hand_mover=True)
+
+
+def test_a_bfloat16_autoencoder_fit_reconstructs_as_the_float32_one_does(reach):
+    """``world_model.precision=bfloat16`` runs the autoencoder's updates under autocast (twice the frames a
+    second on a CPU with bfloat16: tests/bench/bench_video.py); the weights stay float32 and contiguous, so the
+    fitted model rolls out as a float32 one does. The fixture's fit is the float32 one, with the same settings."""
+    from worldmodels.video import VideoConfig, VideoWorldModel
+
+    ds, _, metrics = reach
+    small = {k: v for k, v in SMALL.items() if k != "name"} | {"hidden": (64, 64), "precision": "bfloat16"}
+    model = VideoWorldModel(3 * 32 * 32 + 4, 4, VideoConfig(**small), task="metaworld-reach")
+    torch.manual_seed(0)
+    error = model.fit_autoencoder(ds.episodes, torch.Generator().manual_seed(0))
+    assert all(p.dtype == torch.float32 and p.is_contiguous() for p in model.ae.parameters())
+    frames = torch.cat([torch.from_numpy(e.images) for e in ds.episodes]).float() / 255
+    mean_frame_mse = (frames - frames.mean(0)).pow(2).mean().item()
+    assert error < 0.5 * mean_frame_mse, (error, mean_frame_mse)
+    assert error < 1.5 * metrics["reconstruction_mse"], (error, metrics)
+    with pytest.raises(ReverieError, match="world_model.precision: expected float32, bfloat16 or auto, got 'half'"):
+        VideoConfig(precision="half").validate()

@@ -81,7 +81,8 @@ class WorldModel(nn.Module):
 
 # Config fields added after fits were cached or checkpointed, with the value that reproduces the fits made
 # before them: at that value a field stays out of the config that names a fit, so those fits are still found.
-KEY_SINCE_ADDED = {"weight_decay_mode": "decoupled", "hand_mover": False}
+KEY_SINCE_ADDED = {"weight_decay_mode": "decoupled", "hand_mover": False, "precision": "float32",
+                   "fit_precision": "float32"}
 
 
 def fit_identity(cfg) -> dict:

@@ -14,6 +14,7 @@ each group goes through its own member's weights only.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import EnsembleLinear
+from agents.networks import EnsembleLinear, full_precision, resolve_precision, update_precision
 from envs.errors import ReverieError
 from envs.tasks import get_task
 from worldmodels.base import FitCheckpoint, WorldModel, fit_members
@@ -49,6 +50,8 @@ class EnsembleConfig:
     patience: int = 5
     improvement: float = 0.01  # relative holdout improvement that resets patience
     inference_dtype: str = "float32"  # "bfloat16": predictions (not training) under bf16 autocast, ~2x on CPUs with bf16
+    fit_precision: str = "float32"    # the fit's updates: float32, bfloat16 (hidden layers under autocast, the output
+                                      # layer, the loss and the holdout in float32) or auto (bfloat16 where native)
 
     def validate(self) -> "EnsembleConfig":
         if self.members < 1 or not 1 <= self.elites <= self.members:
@@ -62,6 +65,9 @@ class EnsembleConfig:
                                f"got '{self.weight_decay_mode}'")
         if self.inference_dtype not in ("float32", "bfloat16"):
             raise ReverieError(f"world_model.inference_dtype: expected float32 or bfloat16, got '{self.inference_dtype}'")
+        if self.fit_precision not in ("float32", "bfloat16", "auto"):
+            raise ReverieError(f"world_model.fit_precision: expected float32, bfloat16 or auto, "
+                               f"got '{self.fit_precision}'")
         if not 0.0 < self.holdout_ratio < 1.0:
             raise ReverieError(f"world_model.holdout_ratio: expected a value in (0, 1), got {self.holdout_ratio}")
         return self
@@ -124,11 +130,18 @@ class GaussianEnsemble(WorldModel):
         self.chunk_rows: int | None = self.default_chunk_rows()
 
     # ------------------------------------------------------------------ network
-    def _trunk(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """Normalised inputs ``[E, B, in]`` -> normalised mean and log-variance ``[E, B, out]``."""
-        for layer, norm in zip(self.layers, self.norms):
-            x = F.silu(norm(layer(x)))
-        mean, logvar = self.head(x).chunk(2, dim=-1)
+    def _trunk(self, x: Tensor, precision: str = "float32") -> tuple[Tensor, Tensor]:
+        """Normalised inputs ``[E, B, in]`` -> normalised mean and log-variance ``[E, B, out]``.
+        ``precision="bfloat16"``: the hidden layers under autocast, the output layer in float32 (a fit's
+        updates; predictions keep ``inference_dtype``'s arithmetic, set around this call)."""
+        with update_precision(precision) if precision != "float32" else nullcontext():
+            for layer, norm in zip(self.layers, self.norms):
+                x = F.silu(norm(layer(x)))
+        if precision != "float32":
+            with full_precision(x):
+                mean, logvar = self.head(x.float()).chunk(2, dim=-1)
+        else:
+            mean, logvar = self.head(x).chunk(2, dim=-1)
         logvar = self.max_logvar - F.softplus(self.max_logvar - logvar)
         logvar = self.min_logvar + F.softplus(logvar - self.min_logvar)
         return mean, logvar
@@ -281,8 +294,10 @@ class GaussianEnsemble(WorldModel):
         # log-variance bounds and normalisers are taken as they end.
         member_keys = [k for k in self.state_dict() if k.startswith(("layers.", "norms.", "head."))]
 
+        precision = resolve_precision(cfg.fit_precision, dev.type)
+
         def train_loss(idx: Tensor) -> Tensor:
-            mean, logvar = self._trunk(x_tr[idx])
+            mean, logvar = self._trunk(x_tr[idx], precision)
             nll = ((mean - y_tr[idx]).pow(2) * torch.exp(-logvar) + logvar).mean(dim=(1, 2)).sum()
             loss = nll + 0.01 * (self.max_logvar.sum() - self.min_logvar.sum())
             if cfg.weight_decay_mode == "l2":

@@ -46,7 +46,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.training import resolve_precision, update_precision
+from agents.networks import resolve_precision, update_precision
 from envs.errors import ReverieError
 from envs.manipulation import OBJECT_DIM
 from worldmodels.base import FitCheckpoint, WorldModel
@@ -71,8 +71,9 @@ class VideoConfig:
     ae_epochs: int = 8
     ae_batch: int = 32
     ae_lr: float = 1e-3
-    precision: str = "float32"          # the frame autoencoder's updates: float32, bfloat16 (autocast, channels-last
-                                        # memory) or auto (bfloat16 where the CPU or GPU has it natively)
+    precision: str = "float32"          # the autoencoder's and the latent dynamics' updates: float32, bfloat16
+                                        # (autocast; the autoencoder in channels-last memory, the dynamics' output
+                                        # layer in float32) or auto (bfloat16 where the CPU or GPU has it natively)
     motion_weight: float = 10.0         # pixels weighted 1 + k * (their spread over the data) / (mean spread)
     context_noise: float = 0.1          # std of the noise on context latents when training the dynamics
     members: int = 5                    # latent dynamics ensemble
@@ -166,8 +167,6 @@ class VideoConfig:
         """Options with no effect on this fit, left out of its name (``base.fit_identity``): models cached
         before such an option was added keep their keys."""
         omits = set() if self.objects else {"success_inputs"}
-        if self.precision == "float32":
-            omits.add("precision")
         if not self.hand_mover:
             omits |= {"hand_members", "hand_horizon", "hand_unroll_updates"}
         elif self.hand_horizon == 1:
@@ -317,7 +316,7 @@ class VideoWorldModel(WorldModel):
         self.dynamics = GaussianEnsemble(2 * L + self.extra, act_dim, EnsembleConfig(
             members=cfg.members, elites=cfg.elites, hidden=tuple(cfg.hidden),
             weight_decay=(2.5e-5,) * (len(cfg.hidden) + 1), max_epochs=cfg.max_epochs, patience=cfg.patience,
-            holdout_ratio=cfg.holdout_ratio), task=None, terminated=lambda o: torch.zeros(len(o), dtype=torch.bool,
+            holdout_ratio=cfg.holdout_ratio, fit_precision=cfg.precision), task=None, terminated=lambda o: torch.zeros(len(o), dtype=torch.bool,
                                                                                           device=o.device))
         self.inverse = _mlp(2 * L, act_dim)
         self.success_head = _mlp(L + PROPRIO, 1)
