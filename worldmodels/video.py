@@ -316,8 +316,8 @@ class VideoWorldModel(WorldModel):
         self.dynamics = GaussianEnsemble(2 * L + self.extra, act_dim, EnsembleConfig(
             members=cfg.members, elites=cfg.elites, hidden=tuple(cfg.hidden),
             weight_decay=(2.5e-5,) * (len(cfg.hidden) + 1), max_epochs=cfg.max_epochs, patience=cfg.patience,
-            holdout_ratio=cfg.holdout_ratio, fit_precision=cfg.precision), task=None, terminated=lambda o: torch.zeros(len(o), dtype=torch.bool,
-                                                                                          device=o.device))
+            holdout_ratio=cfg.holdout_ratio, fit_precision=cfg.precision), task=None,
+            terminated=lambda o: torch.zeros(len(o), dtype=torch.bool, device=o.device))
         self.inverse = _mlp(2 * L, act_dim)
         self.success_head = _mlp(L + PROPRIO, 1)
         self.judge = SuccessJudge(self.size)
