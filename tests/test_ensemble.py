@@ -88,7 +88,7 @@ def test_chunked_and_bf16_predictions_agree_with_one_block():
 
 
 def test_a_bfloat16_fit_holds_out_as_well_as_a_float32_one(hopper_tensors):
-    """``fit_precision=bfloat16``: the hidden layers' updates under autocast (1.8x a step on a CPU with bfloat16,
+    """``fit_precision=bfloat16``: the hidden layers' updates under autocast (1.4x an update on a CPU with bfloat16,
     the video model's dynamics' shapes), the output layer, the loss and the holdout in float32. The fitted
     weights stay float32, and the held-out error is the float32 fit's within a tenth."""
     obs, act, next_obs, rew = (t[:3000] for t in hopper_tensors)
