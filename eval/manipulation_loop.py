@@ -250,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
              f"The policy learns from {args.bc_episodes or args.episodes} expert demonstrations per task; the video "
              f"world model from {args.episodes} expert and {args.coverage_episodes} medium (noisy) episodes per task"
              + (f", and {args.failure_episodes} poor and {args.failure_episodes} misdirected (the arm moving and "
-                "missing)." if "failure_episodes" in json.loads((out / "demos.json").read_text()) else "."),
+                "missing)" if "failure_episodes" in json.loads((out / "demos.json").read_text()) else "")
+             + f"; its fit's arithmetic: {fit_precision(video_path)}.",
              "",
              *change_table(before, after, tasks), "| stage | wall-clock (s) |", "|---|---:|"]
     lines += [f"| {k} | {v:.0f} |" for k, v in clock.times.items()]
@@ -269,6 +270,15 @@ def main(argv: list[str] | None = None) -> int:
             f"Per-task reports: {out / 'ranking'}/fit<k>/<task>/.", "", text]))
         print(text, end="")
     return 0
+
+
+def fit_precision(path: Path) -> str:
+    """A saved video model's ``world_model.precision``, and what ``auto`` means on this machine."""
+    from agents.networks import resolve_precision
+    from worldmodels.registry import load_model
+
+    precision = getattr(load_model(path).cfg, "precision", "float32")
+    return precision if precision != "auto" else f"auto ({resolve_precision(precision)} on this machine)"
 
 
 def stale_fits(base: Path, paths: list[Path], settings: dict, epochs: int) -> list[int]:
