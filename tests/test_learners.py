@@ -123,23 +123,23 @@ def test_auto_precision_is_bfloat16_only_where_the_machine_has_it_and_a_resumed_
     """``train.precision=auto``: bfloat16 on a machine with bfloat16 kernels of its own, float32 where
     autocast would emulate them (an AVX2-only CPU ran MOBILE's update 14x slower in bfloat16 than in
     float32); a run resumed on the other kind of machine keeps the arithmetic it began with."""
-    import agents.training as training
+    import agents.networks as networks          # where resolve_precision looks it up
 
     ds, model = data
     auto = replace(LOOP, precision="auto")
     chosen = {}
     for native in (True, False):
-        monkeypatch.setattr(training, "native_bfloat16", lambda device_type="cpu", native=native: native)
+        monkeypatch.setattr(networks, "native_bfloat16", lambda device_type="cpu", native=native: native)
         chosen[native] = trainer_for(make("td3bc", ds, model), ds, auto, model).precision
     assert chosen == {True: "bfloat16", False: "float32"}
     assert trainer_for(make("td3bc", ds, model), ds, replace(LOOP, precision="bfloat16"), model).precision == \
         "bfloat16"                                          # an explicit choice stands on any machine
 
-    monkeypatch.setattr(training, "native_bfloat16", lambda device_type="cpu": True)
+    monkeypatch.setattr(networks, "native_bfloat16", lambda device_type="cpu": True)
     first = trainer_for(make("td3bc", ds, model), ds, auto, model)
     first.run(stop_after=3)
     first.save(tmp_path / "checkpoint.pt")
-    monkeypatch.setattr(training, "native_bfloat16", lambda device_type="cpu": False)
+    monkeypatch.setattr(networks, "native_bfloat16", lambda device_type="cpu": False)
     resumed = trainer_for(make("td3bc", ds, model), ds, auto, model)
     resumed.load(tmp_path / "checkpoint.pt")
     assert (resumed.step, resumed.precision) == (3, "bfloat16")
