@@ -117,6 +117,23 @@ def test_the_loop_fits_a_ranking_model_again_when_its_recipe_changed(tmp_path):
     assert stale_fits(tmp_path / "video.pt", paths, RANKING_MODEL, 30) == [0, 1]    # other epochs: both
 
 
+def test_the_loop_report_names_its_video_model_s_arithmetic(tmp_path, monkeypatch):
+    """The report says how the video model was fitted: float32, or ``auto`` and what that meant here (bfloat16
+    only on a machine with bfloat16 kernels of its own); the precision travels in the saved config."""
+    import agents.networks as networks
+    from eval.manipulation_loop import fit_precision
+    from worldmodels.video import VideoConfig, VideoWorldModel
+
+    small = dict(latent=8, channels=8, hidden=(16,), members=2, elites=1)
+    for precision in ("float32", "auto"):
+        VideoWorldModel(3 * 16 * 16 + 4, 4, VideoConfig(**small, precision=precision),
+                        task="metaworld-push").save(tmp_path / f"{precision}.pt")
+    assert fit_precision(tmp_path / "float32.pt") == "float32"
+    for native, meant in ((True, "bfloat16"), (False, "float32")):
+        monkeypatch.setattr(networks, "native_bfloat16", lambda device_type="cpu", native=native: native)
+        assert fit_precision(tmp_path / "auto.pt") == f"auto ({meant} on this machine)"
+
+
 def test_the_loop_refuses_to_rank_a_task_it_does_not_run(tmp_path, capsys):
     from eval.manipulation_loop import main
 
