@@ -14,8 +14,18 @@ from typing import Iterator
 import torch
 from torch import Tensor, nn
 
+from envs.errors import ReverieError
+
 
 PRECISIONS = {"float32": None, "bfloat16": torch.bfloat16}
+PRECISION_CHOICES = (*PRECISIONS, "auto")
+
+
+def check_precision(option: str, value: str) -> None:
+    """Refuse a precision setting (``train.precision``, ``world_model.precision``, ...) that is not one of
+    ``PRECISION_CHOICES``, naming the option."""
+    if value not in PRECISION_CHOICES:
+        raise ReverieError(f"{option}: expected {', '.join(PRECISIONS)} or auto, got {value!r}")
 
 
 def native_bfloat16(device_type: str = "cpu") -> bool:

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from agents.data import TransitionSampler, mix
-from agents.networks import PRECISIONS, native_bfloat16, resolve_precision, update_precision  # noqa: F401
+from agents.networks import check_precision, resolve_precision, update_precision
 from envs.atomic_io import atomic_path, write_json
 from envs.errors import ReverieError
 from envs.simulator import SimulatorBatch
@@ -70,8 +70,7 @@ class TrainConfig:
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ReverieError(f"train.{name}: expected a value in [0, 1], got {getattr(self, name)}")
         check_device(self.device)
-        if self.precision not in (*PRECISIONS, "auto"):
-            raise ReverieError(f"train.precision: expected {', '.join(PRECISIONS)} or auto, got {self.precision!r}")
+        check_precision("train.precision", self.precision)
         if self.truncate_quantile is not None and not 0.0 < self.truncate_quantile <= 1.0:
             raise ReverieError(f"train.truncate_quantile: expected a value in (0, 1] or null, "
                                f"got {self.truncate_quantile}")

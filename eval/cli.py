@@ -339,7 +339,8 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
 
     from agents.data import TransitionSampler
     from agents.registry import agent_class, build_agent
-    from agents.training import Trainer, native_bfloat16
+    from agents.networks import native_bfloat16
+    from agents.training import Trainer
     from envs.atomic_io import write_json
     from envs.builtin import cache_dir
     from envs.sources import load_source

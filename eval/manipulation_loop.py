@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from agents.networks import PRECISION_CHOICES
 from envs.allocator import retain_freed_memory
 from envs.atomic_io import atomic_path, write_json, write_text
 from eval.metrics import bootstrap
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rank-resets", type=int, default=50, help="simulator resets per policy in the ranking")
     ap.add_argument("--real-cache", default=None, help="where the ranking keeps its simulator rollouts (default: "
                     "OUT/real-cache); they are keyed by the policy file's bytes, so loops may share one")
-    ap.add_argument("--video-precision", default="auto", choices=("float32", "bfloat16", "auto"),
+    ap.add_argument("--video-precision", default="auto", choices=PRECISION_CHOICES,
                     help="the video model's autoencoder and dynamics updates (world_model.precision): auto is "
                     "bfloat16 where the CPU has it natively; its autoencoder fit ran 2.1x faster and reconstructed "
                     "unseen frames as well as float32's (tests/bench/bench_video.py)")
@@ -277,7 +278,7 @@ def fit_precision(path: Path) -> str:
     from agents.networks import resolve_precision
     from worldmodels.registry import load_model
 
-    precision = getattr(load_model(path).cfg, "precision", "float32")
+    precision = load_model(path).cfg.precision
     return precision if precision != "auto" else f"auto ({resolve_precision(precision)} on this machine)"
 
 

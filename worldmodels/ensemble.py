@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import EnsembleLinear, full_precision, resolve_precision, update_precision
+from agents.networks import EnsembleLinear, check_precision, full_precision, resolve_precision, update_precision
 from envs.errors import ReverieError
 from envs.tasks import get_task
 from worldmodels.base import FitCheckpoint, WorldModel, fit_members
@@ -65,9 +65,7 @@ class EnsembleConfig:
                                f"got '{self.weight_decay_mode}'")
         if self.inference_dtype not in ("float32", "bfloat16"):
             raise ReverieError(f"world_model.inference_dtype: expected float32 or bfloat16, got '{self.inference_dtype}'")
-        if self.fit_precision not in ("float32", "bfloat16", "auto"):
-            raise ReverieError(f"world_model.fit_precision: expected float32, bfloat16 or auto, "
-                               f"got '{self.fit_precision}'")
+        check_precision("world_model.fit_precision", self.fit_precision)
         if not 0.0 < self.holdout_ratio < 1.0:
             raise ReverieError(f"world_model.holdout_ratio: expected a value in (0, 1), got {self.holdout_ratio}")
         return self

@@ -46,7 +46,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import resolve_precision, update_precision
+from agents.networks import check_precision, resolve_precision, update_precision
 from envs.errors import ReverieError
 from envs.manipulation import OBJECT_DIM
 from worldmodels.base import FitCheckpoint, WorldModel
@@ -123,8 +123,7 @@ class VideoConfig:
     holdout_ratio: float = 0.1
 
     def validate(self) -> "VideoConfig":
-        if self.precision not in ("float32", "bfloat16", "auto"):
-            raise ReverieError(f"world_model.precision: expected float32, bfloat16 or auto, got '{self.precision}'")
+        check_precision("world_model.precision", self.precision)
         if self.reference not in ("first", "mean"):
             raise ReverieError(f"world_model.reference: expected first or mean, got '{self.reference}'")
         if self.success_on not in ("judge", "latent", "frame", "objects"):

@@ -24,7 +24,7 @@ import agents.td3bc
 from agents.ravl import RAVL, RAVLConfig
 from agents.sac import SAC, SACConfig
 from agents.td3bc import TD3BC, TD3BCConfig
-from agents.training import native_bfloat16, update_precision
+from agents.networks import native_bfloat16, update_precision
 
 OBS, ACT, BATCH = 11, 3, 256
 

@@ -22,7 +22,7 @@ import torch
 from agents.neubay import NEUBAY, NEUBAYConfig
 from agents.sac import SAC
 from agents.sequences import SequenceBuffer
-from agents.training import native_bfloat16, update_precision
+from agents.networks import native_bfloat16, update_precision
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
 from worldmodels.rollout import StartStates, rollout
 

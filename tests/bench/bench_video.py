@@ -114,7 +114,7 @@ def main() -> None:
         return child(args)
     root = Path(__file__).resolve().parents[2]
     sys.path.insert(0, str(root))
-    from agents.training import native_bfloat16
+    from agents.networks import native_bfloat16
 
     with tempfile.TemporaryDirectory() as tmp:
         if not args.data:

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from agents.training import LOOP_KEYS, update_precision
+from agents.networks import update_precision
+from agents.training import LOOP_KEYS
 from cells import load_cell
 
 
