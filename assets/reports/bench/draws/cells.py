@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
 from omegaconf import OmegaConf
 
 from agents.data import TransitionSampler
@@ -27,3 +28,19 @@ def load_cell(cell: Path):
     return name, values, loop, ds, model, learner
 
 
+
+
+def load_weights(cell: Path, learner, weights: str | None = None) -> str:
+    """Load a cell's learner weights: ``learner.pt`` (a finished cell; the default when present) or
+    ``checkpoint.pt`` (one still running). Returns which, with the step, for the printout."""
+    weights = weights or ("learner.pt" if (cell / "learner.pt").is_file() else "checkpoint.pt")
+    if weights not in ("learner.pt", "checkpoint.pt"):
+        raise SystemExit(f"--weights: expected learner.pt or checkpoint.pt, got {weights!r}")
+    if not (cell / weights).is_file():
+        raise SystemExit(f"{cell / weights}: no such file (expected a cell folder with learner.pt or checkpoint.pt)")
+    blob = torch.load(cell / weights, map_location="cpu", weights_only=False)
+    if weights == "checkpoint.pt":
+        learner.load_state_dict(blob["learner"])
+        return f"checkpoint.pt, step {blob['step']}"
+    learner.load_state_dict(blob)
+    return "learner.pt, final"

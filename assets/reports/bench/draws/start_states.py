@@ -1,9 +1,9 @@
 """Where does a grid cell's policy fail in the simulator: from the task's start states, or everywhere?
 
-    python assets/reports/bench/draws/start_states.py CELL [--resets 5] [--states 20] [--steps 200]
+    python assets/reports/bench/draws/start_states.py CELL [--resets 5] [--states 20] [--steps 200] [--weights checkpoint.pt]
 
-CELL: a finished cell or train run (its ``config.yaml``, ``overrides.yaml``, ``learner.pt``,
-``world_model.pt``). From ``--resets`` simulator resets (the evaluation's seeds, 10000 on), the policy acts
+CELL: a cell or train run (its ``config.yaml``, ``overrides.yaml``, ``world_model.pt``, and ``learner.pt``, or
+``checkpoint.pt`` while it runs). From ``--resets`` simulator resets (the evaluation's seeds, 10000 on), the policy acts
 deterministically; its first ``--show`` steps print the torso's height and angle in the simulator and in the world
 model (the model's own rollout from the same reset, a random member per step), with the model's reward; then
 each simulator episode's length and return. Then from ``--states`` mid-episode dataset states (reset through qpos/qvel), how
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from cells import load_cell
+from cells import load_cell, load_weights
 from envs.simulator import SimulatorBatch
 from envs.tasks import get_task
 
@@ -31,13 +31,14 @@ def main() -> None:
     ap.add_argument("--resets", type=int, default=5)
     ap.add_argument("--states", type=int, default=20)
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--weights", default=None, help="learner.pt (default when present) or checkpoint.pt")
     ap.add_argument("--show", type=int, default=10, help="steps printed from the resets")
     args = ap.parse_args()
     torch.set_num_threads(1)
     name, values, _, ds, model, learner = load_cell(args.cell)
-    learner.load_state_dict(torch.load(args.cell / "learner.pt", weights_only=False))
+    loaded = load_weights(args.cell, learner, args.weights)
     task = get_task(ds.task)
-    print(f"{args.cell}: {name} on {ds.name} ({', '.join(f'{k}={v}' for k, v in values.items() if 'penalty' in k)})")
+    print(f"{args.cell} ({loaded}): {name} on {ds.name} ({', '.join(f'{k}={v}' for k, v in values.items() if 'penalty' in k)})")
 
     n = args.resets
     sim = SimulatorBatch(task, n)
