@@ -8,7 +8,9 @@ MOPO's aleatoric score
 u(s, a) (the largest over members of the norm of the predicted std; ``agents/mopo.py``) on the data's own
 actions and on uniform random actions, against the data's reward: where lambda * u on the data's own pairs
 is as large as their reward, the penalised reward is negative even where the model is on its data, and
-the penalty no longer tells the data's actions from others. Prints figures; writes nothing.
+the penalty no longer tells the data's actions from others. Then the same pairs in fifths by their reward:
+where the penalised reward r - lambda * u is highest in the fifth near zero reward (standing still), the penalty
+pays the policy to stop. Prints figures; writes nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +49,14 @@ def main() -> None:
     print(f"{ds.name}: reward mean {reward.mean():.2f}; u (10/50/90%) on the data's actions {q(u_data)}, "
           f"on uniform actions {q(u_unif)} (largest {u_unif.max():.2f}); with lambda {args.coef:g}, "
           f"reward - lambda * u < 0 on {np.mean(reward - args.coef * u_data < 0):.0%} of the data's own pairs")
+    edges = np.quantile(reward, np.linspace(0, 1, 6))
+    print(f"the data's pairs in fifths by reward (lambda {args.coef:g}):")
+    print("| reward range | mean reward | mean u | mean reward - lambda * u |")
+    print("|---|---:|---:|---:|")
+    for k, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
+        rows = (reward >= lo) & ((reward < hi) if k < 4 else (reward <= hi))
+        print(f"| {lo:.2f} to {hi:.2f} | {reward[rows].mean():.2f} | {u_data[rows].mean():.2f} | "
+              f"{np.mean(reward[rows] - args.coef * u_data[rows]):.2f} |")
 
 
 if __name__ == "__main__":
