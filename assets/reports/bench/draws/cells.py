@@ -28,8 +28,6 @@ def load_cell(cell: Path):
     return name, values, loop, ds, model, learner
 
 
-
-
 def load_weights(cell: Path, learner, weights: str | None = None) -> str:
     """Load a cell's learner weights: ``learner.pt`` (a finished cell; the default when present) or
     ``checkpoint.pt`` (one still running). Returns which, with the step, for the printout."""
