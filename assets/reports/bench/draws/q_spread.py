@@ -4,8 +4,9 @@
 
 For ``--states`` dataset states: every critic's Q for the data's action, the policy's deterministic action and
 a uniform action in the box; the mean over critics, the spread across them (std) and the minimum the target
-takes. Then the world model's view of the same three actions: its predicted reward and its uncertainty
-(the aleatoric score MOPO penalises), averaged over the same states. RAVL's pessimism only works where the
+takes. Then the world model's view of the same three actions: its predicted reward (the elites' mean, as
+the rollouts draw an elite per row) and its uncertainty (the aleatoric score MOPO penalises, over every
+member, as MOPO's judge takes it), averaged over the same states. RAVL's pessimism only works where the
 critics disagree more off the data than on it; a policy that finds high-Q, low-spread actions the data never
 took is exploiting the critics, and one whose actions the model also rewards is exploiting the model.
 Prints figures; writes nothing.
@@ -50,7 +51,7 @@ def main() -> None:
             q = learner.critic(obs, act)                                   # [N, B]
             mean, std = model.predict(obs, act)                            # [E, B, obs_dim + 1]
             print(f"| {label} | {q.mean():.1f} | {q.std(dim=0).mean():.2f} | {q.min(dim=0).values.mean():.1f} | "
-                  f"{mean[..., -1].mean():.2f} | {uncertainty(mean, std, 'aleatoric').mean():.3f} | {act.abs().mean():.2f} | "
+                  f"{mean[model.elites, :, -1].mean():.2f} | {uncertainty(mean, std, 'aleatoric').mean():.3f} | {act.abs().mean():.2f} | "
                   f"{(act.abs() > 0.99).float().mean():.2f} |")
         print(f"data's own reward per step: {torch.as_tensor(ds.rewards[idx]).float().mean():.2f}")
 
