@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import mlp
+from agents.networks import FusedAdam, mlp
 from agents.sac import CriticEnsemble, check_decay_steps, cosine_decay
 from envs.errors import ReverieError
 
@@ -72,9 +72,9 @@ class IQL:
         self.critic = CriticEnsemble(obs_dim, act_dim, 2, cfg.hidden).to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.value = mlp(obs_dim, 1, cfg.hidden).to(device)
-        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr)
-        self.value_opt = torch.optim.Adam(self.value.parameters(), lr=cfg.lr)
+        self.actor_opt = FusedAdam(self.actor.parameters(), lr=cfg.lr)
+        self.critic_opt = FusedAdam(self.critic.parameters(), lr=cfg.lr)
+        self.value_opt = FusedAdam(self.value.parameters(), lr=cfg.lr)
         self.actor_schedule = cosine_decay(self.actor_opt, cfg.actor_decay_steps)
 
     @torch.no_grad()

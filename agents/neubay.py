@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import EnsembleMLP, frozen
+from agents.networks import EnsembleMLP, FusedAdam, frozen
 from agents.sac import GaussianActor
 from agents.sequences import SequenceBuffer, concat_windows
 from agents.training import TrainConfig, Trainer
@@ -111,9 +111,9 @@ class NEUBAY:
         def groups(encoder: nn.Module, head: nn.Module, lr: float) -> list[dict]:
             return [{"params": list(encoder.parameters()), "lr": cfg.encoder_lr if cfg.encoder_lr is not None else lr},
                     {"params": list(head.parameters()), "lr": lr}]
-        self.actor_opt = torch.optim.Adam(groups(self.actor_encoder, self.actor, cfg.actor_lr))
-        self.critic_opt = torch.optim.Adam(groups(self.critic_encoder, self.critic, cfg.critic_lr))
-        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
+        self.actor_opt = FusedAdam(groups(self.actor_encoder, self.actor, cfg.actor_lr))
+        self.critic_opt = FusedAdam(groups(self.critic_encoder, self.critic, cfg.critic_lr))
+        self.alpha_opt = FusedAdam([self.log_alpha], lr=cfg.alpha_lr)
 
     @property
     def alpha(self) -> Tensor:

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import EnsembleMLP, frozen, mlp
+from agents.networks import EnsembleMLP, FusedAdam, frozen, mlp
 from envs.errors import ReverieError
 
 
@@ -109,9 +109,9 @@ class SAC:
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.log_alpha = torch.tensor(math.log(cfg.init_alpha), device=device, requires_grad=cfg.auto_alpha)
         self.target_entropy = cfg.target_entropy if cfg.target_entropy is not None else -float(act_dim)
-        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
-        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr)
+        self.actor_opt = FusedAdam(self.actor.parameters(), lr=cfg.actor_lr)
+        self.critic_opt = FusedAdam(self.critic.parameters(), lr=cfg.critic_lr)
+        self.alpha_opt = FusedAdam([self.log_alpha], lr=cfg.alpha_lr)
         self.actor_schedule = cosine_decay(self.actor_opt, cfg.actor_decay_steps)
 
     @torch.no_grad()

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import TanhActor, frozen
+from agents.networks import FusedAdam, TanhActor, frozen
 from agents.sac import CriticEnsemble
 from envs.errors import ReverieError
 
@@ -60,8 +60,8 @@ class TD3BC:
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic = CriticEnsemble(obs_dim, act_dim, 2, cfg.hidden).to(device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr)
+        self.actor_opt = FusedAdam(self.actor.parameters(), lr=cfg.lr)
+        self.critic_opt = FusedAdam(self.critic.parameters(), lr=cfg.lr)
         self.updates = 0
 
     def _norm(self, obs: Tensor) -> Tensor:

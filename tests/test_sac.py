@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.networks import frozen
+from agents.networks import FusedAdam, frozen
 from agents.sac import SAC, CriticEnsemble, GaussianActor, SACConfig
 
 
@@ -73,6 +73,29 @@ def test_freezing_the_critic_in_the_actor_step_leaves_every_update_unchanged(mon
     for name in ("actor", "critic"):
         for x, y in zip(getattr(fast, name).state_dict().values(), getattr(slow, name).state_dict().values()):
             assert torch.equal(x, y)
+
+
+def test_fused_adam_steps_as_torch_adam_and_takes_over_an_unfused_checkpoint():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(6, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+    twin = torch.nn.Sequential(torch.nn.Linear(6, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+    twin.load_state_dict(net.state_dict())
+    plain, fused = torch.optim.Adam(net.parameters(), lr=1e-2), FusedAdam(twin.parameters(), lr=1e-2)
+    x, y = torch.randn(64, 6), torch.randn(64, 1)
+    for _ in range(20):
+        for model, opt in ((net, plain), (twin, fused)):
+            opt.zero_grad()
+            (model(x) - y).pow(2).mean().backward()
+            opt.step()
+    for p, q in zip(net.parameters(), twin.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)   # the same algorithm, to rounding
+    # a checkpoint from the unfused optimizer keeps its moments and step count, and steps fused from then on
+    saved = plain.state_dict()
+    assert saved["param_groups"][0]["fused"] is None
+    fused.load_state_dict(saved)
+    assert all(group["fused"] for group in fused.param_groups)
+    assert fused.state_dict()["state"][0]["step"].item() == 20
+    torch.testing.assert_close(fused.state_dict()["state"][0]["exp_avg"], saved["state"][0]["exp_avg"])
 
 
 def test_state_round_trip_continues_identically():

@@ -9,6 +9,8 @@ TD3+BC: each learner's update as it is, with the critic frozen in the actor's st
 (what it did before; the next ``zero_grad`` threw them away). The two run in alternating blocks, and the
 best block of each is kept, so a shared machine's noise falls on both alike. Then each learner's update
 in float32 against ``train.precision=bfloat16`` (autocast; output layers float32), alternating the same way.
+Last, in both precisions, each learner on ``agents.networks.FusedAdam`` (torch's fused kernel) against torch's
+default Adam on the CPU (a loop of elementwise ops over each parameter tensor), alternating the same way.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import agents.td3bc
 from agents.ravl import RAVL, RAVLConfig
 from agents.sac import SAC, SACConfig
 from agents.td3bc import TD3BC, TD3BCConfig
-from agents.networks import native_bfloat16, update_precision
+from agents.networks import FusedAdam, native_bfloat16, update_precision
 
 OBS, ACT, BATCH = 11, 3, 256
 
@@ -85,6 +87,23 @@ def main() -> None:
                     best[mode] = max(best[mode], rate(agent, data, args.updates, g))
         print(f"  {name:<28} {best['float32']:>14.1f} {best['bfloat16']:>15.1f} "
               f"{best['bfloat16'] / best['float32']:>6.2f}x")
+    print(f"  {'learner':<28} {'precision':>10} {'Adam':>8} {'FusedAdam':>10} {'ratio':>7}")
+    for name, make in learners.items():
+        for precision in ("float32", "bfloat16"):
+            made = {}
+            for optimizer in ("Adam", "FusedAdam"):
+                agents.sac.FusedAdam = agents.td3bc.FusedAdam = torch.optim.Adam if optimizer == "Adam" else FusedAdam
+                made[optimizer] = make()
+            agents.sac.FusedAdam = agents.td3bc.FusedAdam = FusedAdam
+            best = dict.fromkeys(made, 0.0)
+            with update_precision(precision):
+                for agent in made.values():
+                    rate(agent, data, 10, g)
+                for _ in range(args.rounds):
+                    for optimizer, agent in made.items():
+                        best[optimizer] = max(best[optimizer], rate(agent, data, args.updates, g))
+            print(f"  {name:<28} {precision:>10} {best['Adam']:>8.1f} {best['FusedAdam']:>10.1f} "
+                  f"{best['FusedAdam'] / best['Adam']:>6.2f}x")
 
 
 if __name__ == "__main__":
