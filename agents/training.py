@@ -192,9 +192,13 @@ class Trainer:
     def imagine(self) -> dict[str, float]:
         cfg = self.cfg
         start = self.start_rows()
+        judge = getattr(self.learner, "judge", None)
+        # Neither a judge (MOPO's penalty reads every member) nor the uncertainty cut (the elites'
+        # disagreement): the drawn elite alone runs each step, the same draws 7x faster (README, "Speed").
+        fast = {"drawn_only": True} if judge is None and self.threshold is None and getattr(
+            self.model, "draws_one_member", False) else {}
         ro = rollout(self.model, LearnerPolicy(self.learner), StartStates(self.sampler.data["obs"][start]),
-                     cfg.rollout_length, self.generator, truncate=self.threshold,
-                     judge=getattr(self.learner, "judge", None))
+                     cfg.rollout_length, self.generator, truncate=self.threshold, judge=judge, **fast)
         transitions = ro.transitions()
         metrics = {f"rollout/{k}": v for k, v in self.learner.penalize(transitions).items()}
         self.buffer.add(transitions)

@@ -181,6 +181,20 @@ def test_rollout_rounds_start_at_the_datas_resets_as_often_as_asked(data):
         TrainConfig(episode_start_share=1.5).validate()
 
 
+def test_rounds_run_only_the_drawn_member_unless_a_judge_or_the_uncertainty_cut_reads_them_all(data, monkeypatch):
+    ds, model = data
+    seen = {}
+    monkeypatch.setattr(model, "init_state", lambda start, generator=None, **kw: seen.update(kw) or
+                        GaussianEnsemble.init_state(model, start, generator, **kw))
+    for name, truncate, fast in (("ravl", None, True), ("mobile", None, True), ("mopo", None, False),
+                                 ("ravl", 1.0, False)):
+        seen.clear()
+        trainer = trainer_for(make(name, ds, model), ds, replace(LOOP, truncate_quantile=truncate), model)
+        metrics = trainer.imagine()
+        assert seen.get("drawn_only", False) is fast, (name, truncate)
+        assert metrics["rollout/buffer_size"] > 0
+
+
 def test_a_critic_ensemble_evaluates_a_subset_of_its_heads_as_the_whole_would():
     """REDQ's target reads a random subset of the heads: evaluating only those gives the same numbers
     (bit for bit, in the subset's order) as evaluating every head and selecting them, for shared and per-head inputs."""

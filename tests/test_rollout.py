@@ -162,6 +162,24 @@ def test_ensemble_rollouts_held_member_and_threshold(hopper_data):
     torch.testing.assert_close(a.next_obs, b.next_obs)
 
 
+def test_drawn_only_runs_the_same_draws_through_the_drawn_member_alone(hopper_data, monkeypatch):
+    obs, act = torch.from_numpy(hopper_data.observations), torch.from_numpy(hopper_data.actions)
+    torch.manual_seed(0)
+    model = GaussianEnsemble(11, 3, EnsembleConfig(members=5, elites=3, hidden=(32, 32),
+                                                   weight_decay=(0, 0, 0), max_epochs=3), task="hopper")
+    model.fit(obs, act, torch.from_numpy(hopper_data.next_observations), torch.from_numpy(hopper_data.rewards),
+              torch.Generator().manual_seed(0))
+    policy = ActorPolicy(TanhActor(11, 3, (32, 32)), noise_std=0.1)
+    every = rollout(model, policy, obs[:256], 10, torch.Generator().manual_seed(4))
+    calls = []
+    monkeypatch.setattr(model, "predict", lambda *a: calls.append(a) or GaussianEnsemble.predict(model, *a))
+    drawn = rollout(model, policy, obs[:256], 10, torch.Generator().manual_seed(4), drawn_only=True)
+    assert not calls                                            # no step evaluated every member
+    torch.testing.assert_close(drawn.next_obs, every.next_obs, rtol=1e-4, atol=1e-4)   # the same draws
+    torch.testing.assert_close(drawn.rewards, every.rewards, rtol=1e-4, atol=1e-4)
+    assert torch.equal(drawn.valid, every.valid)
+
+
 def test_model_replay_buffer_is_fifo():
     buf = ModelReplayBuffer(2, 1, capacity=5)
     for start in (0, 3):

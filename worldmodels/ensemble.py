@@ -103,6 +103,7 @@ class Normalizer(nn.Module):
 class GaussianEnsemble(WorldModel):
     checkpoint_format = CHECKPOINT_FORMAT
     config_class = EnsembleConfig
+    draws_one_member = True       # init_state(drawn_only=True): a step runs only each row's drawn elite
 
     def __init__(self, obs_dim: int, act_dim: int, cfg: EnsembleConfig | None = None, task: str | None = None,
                  terminated=None):
@@ -213,10 +214,13 @@ class GaussianEnsemble(WorldModel):
         n = self.spec.obs_dim
         return self.input_norm.mean[:n], self.input_norm.std[:n]
 
-    def init_state(self, start: Tensor, generator: torch.Generator | None = None, member: Tensor | None = None) -> dict:
-        """``member`` ``[B]`` holds one member per row for the whole rollout; None draws an elite each step."""
+    def init_state(self, start: Tensor, generator: torch.Generator | None = None, member: Tensor | None = None,
+                   drawn_only: bool = False) -> dict:
+        """``member`` ``[B]`` holds one member per row for the whole rollout; None draws an elite each step.
+        ``drawn_only``: the drawn elite alone runs (``predict_member``), for a caller that needs neither the
+        elites' disagreement nor every member's prediction; the draws, and so the rollout, are the same."""
         self.check_start(start, member)
-        return {"obs": start, "member": member}
+        return {"obs": start, "member": member, "drawn_only": drawn_only}
 
     @torch.no_grad()
     def step(self, state: dict, action: Tensor, *, generator: torch.Generator | None = None,
@@ -225,8 +229,11 @@ class GaussianEnsemble(WorldModel):
         path) and its ``uncertainty`` is that member's predicted std of the next state
         (aleatoric); otherwise every member runs, an elite is drawn per row, and
         ``uncertainty`` is the elites' disagreement (the largest distance of a member's
-        mean next state from theirs), with every member's prediction in ``members``."""
+        mean next state from theirs), with every member's prediction in ``members``. With
+        ``drawn_only`` the elite is drawn the same way and runs alone, as a held member does."""
         obs, member = state["obs"], state["member"]
+        if member is None and state.get("drawn_only"):
+            member = self.sample_members(obs.shape[0], generator)
         if member is not None:
             m, s = self.predict_member(obs, action, member)
             uncertainty, members = s[:, :-1].norm(dim=-1), None
@@ -243,8 +250,7 @@ class GaussianEnsemble(WorldModel):
         next_obs, reward = m[:, :-1], m[:, -1]
         terminated = (self._terminated(next_obs) if self._terminated is not None
                       else torch.zeros_like(reward, dtype=torch.bool))
-        return {"obs": next_obs, "member": member}, StepOut(next_obs, reward, terminated, uncertainty,
-                                                            members=members)
+        return {**state, "obs": next_obs}, StepOut(next_obs, reward, terminated, uncertainty, members=members)
 
     # --------------------------------------------------------------------- fit
     def fit(self, obs: Tensor, act: Tensor, next_obs: Tensor, reward: Tensor, generator: torch.Generator,

@@ -8,7 +8,9 @@ Figures, all on this machine in this run:
     batch 50,000): transitions/s and % of that peak, for a plain eager per-member loop
     (the baseline), the batched path with and without row chunking, bf16 autocast and
     torch.compile;
-  * the one-member-per-row path (``predict_member``) and its speed-up over all members;
+  * the one-member-per-row path (``predict_member``) and its speed-up over all members, and a whole
+    step that draws an elite per row and runs it alone (``drawn_only``, the learners' rounds where
+    neither a penalty nor the uncertainty cut reads every member);
   * the library's defaults: fp32 in blocks of 1024 rows, and ``inference_dtype=bfloat16``;
   * MOPO updates/s (256 x 256, batch 256, with its rollouts and penalty amortised as in
     training) beside a plain SAC update.
@@ -108,8 +110,12 @@ def main() -> None:
     print(f"\nall-member step, hopper dims, {E} members of {len(HIDDEN)}x{HIDDEN[0]}, batch {B:,}:")
     for name, sec in rows.items():
         print(f"  {name:<40} {rate(sec)}  ({base / sec:4.2f}x baseline)")
+    drawn_state = model.init_state(obs, g, drawn_only=True)
+    drawn = best_of(lambda: model.step(drawn_state, act, generator=g), args.repeats)
     print(f"\none member per row (predict_member): {B / one:,.0f} transitions/s, "
           f"{all_member / one:.1f}x the library's all-member step")
+    print(f"an elite drawn per row each step, run alone (drawn_only: RAVL's and MOBILE's rounds): "
+          f"{B / drawn:,.0f} transitions/s, {all_member / drawn:.1f}x the all-member step")
 
     # learner updates: MOPO inside its training loop (rollouts and penalty included) vs a bare SAC update
     n = 20_000
