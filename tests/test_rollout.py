@@ -133,13 +133,20 @@ def test_simulator_rollout_from_dataset_states_matches_stepping_by_hand(hopper_d
     assert (ends.sum(0) == 1).all()          # every row ends exactly once
 
 
-def test_ensemble_rollouts_held_member_and_threshold(hopper_data):
+@pytest.fixture(scope="module")
+def hopper_model(hopper_data):
     obs, act = torch.from_numpy(hopper_data.observations), torch.from_numpy(hopper_data.actions)
     torch.manual_seed(0)
     model = GaussianEnsemble(11, 3, EnsembleConfig(members=4, elites=3, hidden=(32, 32),
                                                    weight_decay=(0, 0, 0), max_epochs=5), task="hopper")
     model.fit(obs, act, torch.from_numpy(hopper_data.next_observations), torch.from_numpy(hopper_data.rewards),
               torch.Generator().manual_seed(0))
+    return model
+
+
+def test_ensemble_rollouts_held_member_and_threshold(hopper_data, hopper_model):
+    obs, act = torch.from_numpy(hopper_data.observations), torch.from_numpy(hopper_data.actions)
+    model = hopper_model
     rule = UncertaintyThreshold.from_dataset(model, obs, act, quantile=1.0)
     seen = model.step(model.init_state(obs), act, deterministic=True)[1].uncertainty
     assert rule.threshold == pytest.approx(seen.max().item())
@@ -162,22 +169,23 @@ def test_ensemble_rollouts_held_member_and_threshold(hopper_data):
     torch.testing.assert_close(a.next_obs, b.next_obs)
 
 
-def test_drawn_only_runs_the_same_draws_through_the_drawn_member_alone(hopper_data, monkeypatch):
-    obs, act = torch.from_numpy(hopper_data.observations), torch.from_numpy(hopper_data.actions)
-    torch.manual_seed(0)
-    model = GaussianEnsemble(11, 3, EnsembleConfig(members=5, elites=3, hidden=(32, 32),
-                                                   weight_decay=(0, 0, 0), max_epochs=3), task="hopper")
-    model.fit(obs, act, torch.from_numpy(hopper_data.next_observations), torch.from_numpy(hopper_data.rewards),
-              torch.Generator().manual_seed(0))
+def test_drawn_only_runs_the_same_draws_through_the_drawn_member_alone(hopper_data, hopper_model, monkeypatch):
+    obs, model = torch.from_numpy(hopper_data.observations), hopper_model
     policy = ActorPolicy(TanhActor(11, 3, (32, 32)), noise_std=0.1)
-    every = rollout(model, policy, obs[:256], 10, torch.Generator().manual_seed(4))
+
+    def run(seed: int, **kwargs):     # the members' means: the elite drawn for each row and step is all that varies
+        return rollout(model, policy, obs[:256], 10, torch.Generator().manual_seed(seed), deterministic=True,
+                       sample_model=False, **kwargs)
+
+    every = run(4)
     calls = []
     monkeypatch.setattr(model, "predict", lambda *a: calls.append(a) or GaussianEnsemble.predict(model, *a))
-    drawn = rollout(model, policy, obs[:256], 10, torch.Generator().manual_seed(4), drawn_only=True)
+    drawn, redrawn = run(4, drawn_only=True), run(5, drawn_only=True)
     assert not calls                                            # no step evaluated every member
     torch.testing.assert_close(drawn.next_obs, every.next_obs, rtol=1e-4, atol=1e-4)   # the same draws
     torch.testing.assert_close(drawn.rewards, every.rewards, rtol=1e-4, atol=1e-4)
     assert torch.equal(drawn.valid, every.valid)
+    assert (drawn.next_obs - redrawn.next_obs).abs().max() > 1e-2   # other draws, other members: it matters
 
 
 def test_model_replay_buffer_is_fifo():
