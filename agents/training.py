@@ -194,7 +194,8 @@ class Trainer:
         start = self.start_rows()
         judge = getattr(self.learner, "judge", None)
         # Neither a judge (MOPO's penalty reads every member) nor the uncertainty cut (the elites'
-        # disagreement): the drawn elite alone runs each step, the same draws 7x faster (README, "Speed").
+        # disagreement): the drawn elite alone runs each step, the same draws, a round 3.4x faster (README,
+        # "Benchmarks").
         fast = {"drawn_only": True} if judge is None and self.threshold is None and getattr(
             self.model, "draws_one_member", False) else {}
         ro = rollout(self.model, LearnerPolicy(self.learner), StartStates(self.sampler.data["obs"][start]),
