@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import FusedAdam, mlp
+from agents.networks import FusedAdam, backprop, mlp
 from agents.sac import CriticEnsemble, check_decay_steps, cosine_decay
 from envs.errors import ReverieError
 
@@ -97,7 +97,7 @@ class IQL:
         weight = torch.where(diff > 0, cfg.expectile, 1.0 - cfg.expectile)
         value_loss = (weight * diff.pow(2)).mean()
         self.value_opt.zero_grad(set_to_none=True)
-        value_loss.backward()
+        backprop(value_loss)
         self.value_opt.step()
 
         # critics: regress on r + gamma * V(s'), no action outside the data
@@ -106,7 +106,7 @@ class IQL:
         q = self.critic(obs, act)
         critic_loss = F.mse_loss(q, target.expand_as(q))
         self.critic_opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
+        backprop(critic_loss)
         self.critic_opt.step()
 
         # actor: advantage-weighted regression on the data's actions
@@ -114,7 +114,7 @@ class IQL:
         awr = torch.exp(cfg.beta * adv).clamp(max=cfg.max_weight)
         actor_loss = -(awr * self.actor.log_prob(obs, act)).mean()
         self.actor_opt.zero_grad(set_to_none=True)
-        actor_loss.backward()
+        backprop(actor_loss)
         self.actor_opt.step()
         if self.actor_schedule is not None:
             self.actor_schedule.step()

@@ -62,6 +62,16 @@ def full_precision(x: Tensor):
     return torch.autocast(x.device.type, enabled=False)
 
 
+def backprop(loss: Tensor) -> None:
+    """``loss.backward()`` with autocast off, as torch advises (autocast is for forward passes). Each
+    gradient op then runs in the dtype its forward op ran in: bfloat16 for the hidden layers autocast ran in
+    bfloat16, float32 for the output layers and NEUBAY's GRUs (``full_precision``). Left on, autocast
+    casts those float32 backward matmuls down to bfloat16 too: the engine runs a backward pass under the
+    autocast state of its ``backward()`` call, and an update calls it inside ``train.precision``'s autocast."""
+    with full_precision(loss):
+        loss.backward()
+
+
 class FusedAdam(torch.optim.Adam):
     """torch's Adam on its fused kernel: one pass over each parameter tensor per step, where the default on
     the CPU is about ten elementwise ops per tensor. The same algorithm (weights within rounding of each

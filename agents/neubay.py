@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import EnsembleMLP, FusedAdam, frozen
+from agents.networks import EnsembleMLP, FusedAdam, backprop, frozen
 from agents.sac import GaussianActor
 from agents.sequences import SequenceBuffer, concat_windows
 from agents.training import TrainConfig, Trainer
@@ -162,7 +162,7 @@ class NEUBAY:
         q = self.q(self.critic, h_critic, obs, act)
         critic_loss = (q - target).pow(2).mean()
         self.critic_opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
+        backprop(critic_loss)
         self.critic_opt.step()
 
         # actor: the mean over all heads, on the critic's (fixed) reading of the history
@@ -172,13 +172,13 @@ class NEUBAY:
             q_new = self.q(self.critic, h_critic.detach(), obs, new_act).mean(dim=0)
         actor_loss = (self.alpha * logp - q_new).mean()
         self.actor_opt.zero_grad(set_to_none=True)
-        actor_loss.backward()
+        backprop(actor_loss)
         self.actor_opt.step()
 
         if cfg.auto_alpha:
             alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
             self.alpha_opt.zero_grad(set_to_none=True)
-            alpha_loss.backward()
+            backprop(alpha_loss)
             self.alpha_opt.step()
 
         with torch.no_grad():

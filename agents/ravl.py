@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from agents.networks import backprop, full_precision
 from agents.sac import SAC, SACConfig
 from envs.errors import ReverieError
 
@@ -65,7 +66,8 @@ class RAVL(SAC):
         q = self.critic(obs.unsqueeze(0).expand(N, -1, -1), act_n)      # member i sees its own copy of a
         if self.cfg.eta == 0:
             return q, torch.zeros((), device=q.device)
-        grad = torch.autograd.grad(q.sum(), act_n, create_graph=True)[0]  # [N, B, A]
+        with full_precision(q):                                           # a backward pass: see backprop
+            grad = torch.autograd.grad(q.sum(), act_n, create_graph=True)[0]  # [N, B, A]
         grad = F.normalize(grad, dim=-1).transpose(0, 1)                  # [B, N, A]
         cos = grad @ grad.transpose(1, 2)                                 # [B, N, N]
         off_diagonal = cos.sum(dim=(1, 2)) - cos.diagonal(dim1=1, dim2=2).sum(-1)
@@ -84,7 +86,7 @@ class RAVL(SAC):
         td_loss = (q - target).pow(2).mean(dim=1).sum()        # summed over critics, as EDAC
         critic_loss = td_loss + self.cfg.eta * diversity
         self.critic_opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
+        backprop(critic_loss)
         self.critic_opt.step()
 
         # actor and temperature: as SAC (agents/sac.py)

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import EnsembleMLP, FusedAdam, frozen, mlp
+from agents.networks import EnsembleMLP, FusedAdam, backprop, frozen, mlp
 from envs.errors import ReverieError
 
 
@@ -144,7 +144,7 @@ class SAC:
         q = self.critic(obs, act)
         critic_loss = F.mse_loss(q, target.expand_as(q))
         self.critic_opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
+        backprop(critic_loss)
         self.critic_opt.step()
 
         # actor and temperature
@@ -161,7 +161,7 @@ class SAC:
             q_new = self.critic(obs, new_act).min(dim=0).values
         actor_loss = (self.alpha * logp - q_new).mean()
         self.actor_opt.zero_grad(set_to_none=True)
-        actor_loss.backward()
+        backprop(actor_loss)
         self.actor_opt.step()
         if self.actor_schedule is not None:
             self.actor_schedule.step()
@@ -170,7 +170,7 @@ class SAC:
         if self.cfg.auto_alpha:
             alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
             self.alpha_opt.zero_grad(set_to_none=True)
-            alpha_loss.backward()
+            backprop(alpha_loss)
             self.alpha_opt.step()
         return {"actor_loss": actor_loss.item(), "alpha": self.alpha.item(), "entropy": -logp.mean().item()}
 

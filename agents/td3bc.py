@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import FusedAdam, TanhActor, frozen
+from agents.networks import FusedAdam, TanhActor, backprop, frozen
 from agents.sac import CriticEnsemble
 from envs.errors import ReverieError
 
@@ -89,7 +89,7 @@ class TD3BC:
         q = self.critic(obs, act)
         critic_loss = F.mse_loss(q, target.expand_as(q))
         self.critic_opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
+        backprop(critic_loss)
         self.critic_opt.step()
         metrics = {"critic_loss": critic_loss.item(), "q_mean": q.mean().item()}
 
@@ -102,7 +102,7 @@ class TD3BC:
             bc = F.mse_loss(pi, act)
             actor_loss = -lam * q_pi.mean() + bc
             self.actor_opt.zero_grad(set_to_none=True)
-            actor_loss.backward()
+            backprop(actor_loss)
             self.actor_opt.step()
             with torch.no_grad():
                 for net, target_net in ((self.critic, self.critic_target), (self.actor, self.actor_target)):

@@ -91,27 +91,37 @@ def test_update_metrics_and_actions_keep_the_contract(name, data):
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_updates_under_bfloat16_keep_the_contract_and_float32_outputs(name, data):
     """``train.precision=bfloat16``: the hidden layers' matmuls in bfloat16, every network's output
-    layer (Q-values, values, the actor's mean and log-std) in float32, the weights float32 throughout."""
+    layer (Q-values, values, the actor's mean and log-std) in float32, the weights float32
+    throughout; the backward passes run with autocast off, so an output layer's gradients are float32
+    arithmetic too (left on, autocast casts those float32 backward matmuls down to bfloat16)."""
     from agents.networks import EnsembleMLP, OutputLinear
 
     ds, model = data
     trainer = trainer_for(make(name, ds, model), ds, replace(LOOP, precision="bfloat16"), model)
     learner = trainer.learner
     seen: dict[tuple, set] = {}
+    autocast_in_backward: list[bool] = []
+
+    def record(kind, out):
+        seen.setdefault((kind, "update" if torch.is_autocast_enabled("cpu") else "acting"), set()).add(out.dtype)
+        if kind == "output" and out.requires_grad:         # runs when backward reaches this output
+            out.register_hook(lambda grad: autocast_in_backward.append(torch.is_autocast_enabled("cpu")))
+
     hooks = []
     for net in (m for m in vars(learner).values() if isinstance(m, torch.nn.Module)):
         for m in net.modules():
             kind = "output" if isinstance(m, (OutputLinear, EnsembleMLP)) else "hidden" if type(m) is torch.nn.Linear \
-                else None
+                else "recurrent" if isinstance(m, torch.nn.GRU) else None
             if kind:
-                hooks.append(m.register_forward_hook(lambda mod, i, out, kind=kind: seen.setdefault(
-                    (kind, "update" if torch.is_autocast_enabled("cpu") else "acting"), set()).add(out.dtype)))
+                hooks.append(m.register_forward_hook(
+                    lambda mod, i, out, kind=kind: record(kind, out[0] if isinstance(out, tuple) else out)))
     summary = trainer.run(stop_after=25)
     for h in hooks:
         h.remove()
     metrics = {k: v for k, v in summary.items() if k.startswith("last/")}
     assert metrics and all(math.isfinite(v) for v in metrics.values())
     assert seen[("hidden", "update")] == {torch.bfloat16} and seen[("output", "update")] == {torch.float32}, seen
+    assert autocast_in_backward and not any(autocast_in_backward)
     assert all(dtypes == {torch.float32} for (_, when), dtypes in seen.items() if when == "acting"), seen
     assert all(v.dtype == torch.float32 for v in learner.state_dict()["actor"].values() if v.is_floating_point())
     with pytest.raises(Exception, match="train.precision: expected float32, bfloat16 or auto, got 'half'"):
