@@ -91,7 +91,7 @@ def test_update_metrics_and_actions_keep_the_contract(name, data):
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_updates_under_bfloat16_keep_the_contract_and_float32_outputs(name, data):
     """``train.precision=bfloat16``: the hidden layers' matmuls in bfloat16, every network's output
-    layer (Q-values, values, the actor's mean and log-std) in float32, the weights float32
+    layer (Q-values, values, the actor's mean and log-std) and NEUBAY's GRUs in float32, the weights float32
     throughout; the backward passes run with autocast off, so an output layer's gradients are float32
     arithmetic too (left on, autocast casts those float32 backward matmuls down to bfloat16)."""
     from agents.networks import EnsembleMLP, OutputLinear
@@ -122,6 +122,7 @@ def test_updates_under_bfloat16_keep_the_contract_and_float32_outputs(name, data
     assert metrics and all(math.isfinite(v) for v in metrics.values())
     assert seen[("hidden", "update")] == {torch.bfloat16} and seen[("output", "update")] == {torch.float32}, seen
     assert autocast_in_backward and not any(autocast_in_backward)
+    assert seen.get(("recurrent", "update"), {torch.float32}) == {torch.float32}, seen    # NEUBAY's GRUs
     assert all(dtypes == {torch.float32} for (_, when), dtypes in seen.items() if when == "acting"), seen
     assert all(v.dtype == torch.float32 for v in learner.state_dict()["actor"].values() if v.is_floating_point())
     with pytest.raises(Exception, match="train.precision: expected float32, bfloat16 or auto, got 'half'"):

@@ -8,8 +8,8 @@
     of 4 x 200; no termination or cut, so every row runs the whole horizon;
   * NEUBAY updates per second at its defaults (8 windows of 32 steps after 16 burn-in,
     GRU 128, 10 REDQ heads of 256 x 256) beside a plain SAC update at batch 256;
-  * NEUBAY's update in float32 against ``train.precision=bfloat16`` (autocast; the GRU and the output layers
-    as autocast leaves them), in alternating blocks, the best block of each kept.
+  * NEUBAY's update in float32 against ``train.precision=bfloat16`` (autocast on the REDQ heads' hidden
+    layers; the GRUs and the output layers float32), in alternating blocks, the best block of each kept.
 """
 
 from __future__ import annotations
