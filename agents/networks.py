@@ -72,11 +72,12 @@ def backprop(loss: Tensor) -> None:
         loss.backward()
 
 
-class FusedAdam(torch.optim.Adam):
-    """torch's Adam on its fused kernel: one pass over each parameter tensor per step, where the default on
-    the CPU is about ten elementwise ops per tensor. The same algorithm (weights within rounding of each
-    other); a learner's whole update 1.02-1.31x faster (RAVL 1.10x and SAC 1.06x in bfloat16, TD3+BC
-    1.18-1.31x: ``tests/bench/bench_learners.py``, one thread, beside two grid jobs on two cores).
+class Fused:
+    """torch's Adam (or AdamW) on its fused kernel: one pass over each parameter tensor per step, where the
+    default on the CPU is about ten elementwise ops per tensor. The same algorithm (weights within rounding
+    of each other); a learner's whole update 1.02-1.31x faster (RAVL 1.10x and SAC 1.06x in bfloat16, TD3+BC
+    1.18-1.31x: ``tests/bench/bench_learners.py``, one thread, beside two grid jobs on two cores), an ensemble
+    fit's step 1.06x (``tests/bench/bench_fit.py``).
 
     A checkpoint written before the kernel was chosen (its groups say ``fused: None``) keeps its moments
     and step counts on loading, and steps fused from then on."""
@@ -88,6 +89,14 @@ class FusedAdam(torch.optim.Adam):
         super().load_state_dict(state_dict)
         for group in self.param_groups:
             group["fused"] = True
+
+
+class FusedAdam(Fused, torch.optim.Adam):
+    """The learners' optimiser (``Fused``)."""
+
+
+class FusedAdamW(Fused, torch.optim.AdamW):
+    """The world models' fits' optimiser where weight decay is decoupled (``Fused``)."""
 
 
 class OutputLinear(nn.Linear):

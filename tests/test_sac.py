@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.networks import FusedAdam, frozen
+from agents.networks import FusedAdam, FusedAdamW, frozen
 from agents.sac import SAC, CriticEnsemble, GaussianActor, SACConfig
 
 
@@ -75,12 +75,15 @@ def test_freezing_the_critic_in_the_actor_step_leaves_every_update_unchanged(mon
             assert torch.equal(x, y)
 
 
-def test_fused_adam_steps_as_torch_adam_and_takes_over_an_unfused_checkpoint():
+@pytest.mark.parametrize("torch_opt, fused_opt, kwargs", [(torch.optim.Adam, FusedAdam, {}),
+                                                         (torch.optim.AdamW, FusedAdamW, {"weight_decay": 0.1})])
+def test_fused_adam_steps_as_torch_adam_and_takes_over_an_unfused_checkpoint(torch_opt, fused_opt, kwargs):
+    """The learners' FusedAdam and the ensemble fit's FusedAdamW (decoupled weight decay)."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(6, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
     twin = torch.nn.Sequential(torch.nn.Linear(6, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
     twin.load_state_dict(net.state_dict())
-    plain, fused = torch.optim.Adam(net.parameters(), lr=1e-2), FusedAdam(twin.parameters(), lr=1e-2)
+    plain, fused = torch_opt(net.parameters(), lr=1e-2, **kwargs), fused_opt(twin.parameters(), lr=1e-2, **kwargs)
     x, y = torch.randn(64, 6), torch.randn(64, 1)
     for _ in range(20):
         for model, opt in ((net, plain), (twin, fused)):

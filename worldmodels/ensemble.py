@@ -22,7 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from agents.networks import EnsembleLinear, check_precision, full_precision, resolve_precision, update_precision
+from agents.networks import (EnsembleLinear, FusedAdam, FusedAdamW, check_precision, full_precision, resolve_precision,
+                             update_precision)
 from envs.errors import ReverieError
 from envs.tasks import get_task
 from worldmodels.base import FitCheckpoint, WorldModel, fit_members
@@ -283,11 +284,11 @@ class GaussianEnsemble(WorldModel):
 
         decayed = list(zip([*self.layers, self.head], cfg.weight_decay))
         if cfg.weight_decay_mode == "l2":
-            opt = torch.optim.Adam(self.parameters(), lr=cfg.lr)
+            opt = FusedAdam(self.parameters(), lr=cfg.lr)
         else:
             decay = [{"params": layer.parameters(), "weight_decay": wd} for layer, wd in decayed]
             rest = [self.max_logvar, self.min_logvar, *self.norms.parameters()]
-            opt = torch.optim.AdamW(decay + [{"params": rest, "weight_decay": 0.0}], lr=cfg.lr)
+            opt = FusedAdamW(decay + [{"params": rest, "weight_decay": 0.0}], lr=cfg.lr)
 
         def holdout_mse() -> Tensor:
             with torch.no_grad():
