@@ -343,18 +343,50 @@ def collect(out: Path, size: int | None, budget: int, command: str,
     return out / "results.csv", out / "results.md", len(rows)
 
 
+def checkpoint_step(cell: Path) -> int | None:
+    """How many updates an unfinished cell's checkpoint holds (None: no checkpoint yet)."""
+    if (cell / "progress.json").is_file():
+        return json.loads((cell / "progress.json").read_text())["step"]
+    if (cell / "checkpoint.pt").is_file():
+        import torch
+        return torch.load(cell / "checkpoint.pt", map_location="cpu", weights_only=False)["step"]
+    return None
+
+
+def cells_left(cfg: DictConfig, rows: list[dict]) -> str | None:
+    """The grid's unfinished cells per agent and the training they still need, at the mean wall-clock of
+    that agent's finished cells of this budget in ``rows`` (a started cell counts from its checkpoint;
+    world-model fits, which a cell runs before its first update, are not in that figure). None when
+    every cell has finished."""
+    left = unfinished(cfg)
+    if not left:
+        return None
+    seconds = defaultdict(list)
+    for r in rows:
+        if of_grid(r, cfg.steps, cfg.size) and r.get("train_seconds") not in (None, ""):
+            seconds[r["agent"]].append(float(r["train_seconds"]))
+    count, hours, unknown = defaultdict(int), 0.0, set()
+    for cell in left:
+        agent = cell.parts[-3]
+        count[agent] += 1
+        if not seconds[agent]:
+            unknown.add(agent)
+            continue
+        done = (checkpoint_step(cell) or 0) / int(cfg.steps)
+        hours += (1 - done) * float(np.mean(seconds[agent])) / 3600
+    line = (f"{len(left)} cells left: " + ", ".join(f"{a} {n}" for a, n in sorted(count.items()))
+            + f"; about {hours:.1f} core-hours of training at the finished cells' mean wall-clock per agent "
+            "(world-model fits not counted)")
+    return line + (f"; no finished cell to time {', '.join(sorted(unknown))} by" if unknown else "")
+
+
 def started(out: Path) -> list[str]:
     """One line per cell that has begun but not finished, with how far its checkpoint got."""
     lines = []
     for cell in sorted(out.glob("cells/*/*/seed*")):
         if (cell / "result.json").is_file() or not cell.parts[-1].removeprefix("seed").isdigit():
             continue
-        step = None
-        if (cell / "progress.json").is_file():
-            step = json.loads((cell / "progress.json").read_text())["step"]
-        elif (cell / "checkpoint.pt").is_file():
-            import torch
-            step = torch.load(cell / "checkpoint.pt", map_location="cpu", weights_only=False)["step"]
+        step = checkpoint_step(cell)
         agent, dataset, seed = cell.parts[-3], cell.parts[-2], cell.parts[-1].removeprefix("seed")
         lines.append(f"- {agent} on {dataset}, seed {seed}: " + (f"checkpoint at {step:,} updates" if step else
                                                                    "started, no checkpoint yet"))

@@ -443,7 +443,7 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
 def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
     from agents.registry import agent_class
     from eval import children
-    from eval.bench import collect, ledger_path, multirun_command, unfinished
+    from eval.bench import cells_left, collect, ledger_path, multirun_command, read_ledger, unfinished
 
     for a in cfg.agents:
         agent_class(a)
@@ -465,6 +465,9 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
     ledger = ledger_path(cfg)
     csv_path, md_path, n = collect(out, cfg.size, cfg.steps, command, ledger)
     print(f"{n} finished cells -> {csv_path}, {md_path}" + (f" (ledger {ledger})" if ledger else ""))
+    summary = cells_left(cfg, read_ledger(csv_path))
+    if summary:
+        print(summary)
     left = unfinished(cfg)
     if left and not cfg.collect_only:
         print(f"{len(left)} cells of this grid are unfinished (their logs: {out / 'logs'}), e.g. {left[0]}",

@@ -88,7 +88,7 @@ def test_a_ledger_keeps_finished_cells_when_the_grid_folder_is_lost(tmp_path):
     from omegaconf import OmegaConf
 
     from envs.errors import ReverieError
-    from eval.bench import collect, read_ledger, record, unfinished
+    from eval.bench import cells_left, collect, read_ledger, record, unfinished
 
     data = small_dataset(tmp_path / "hopper-tiny.hdf5", n=600)
     ledger = tmp_path / "ledger.csv"
@@ -110,6 +110,15 @@ def test_a_ledger_keeps_finished_cells_when_the_grid_folder_is_lost(tmp_path):
                     "steps": 30, "out": str(tmp_path / "grid"), "ledger": str(ledger)})
     left = sorted(str(p.relative_to(tmp_path / "grid")) for p in unfinished(cfg))
     assert left == ["cells/mopo/hopper-tiny/seed1", "cells/td3bc/hopper-tiny/seed0", "cells/td3bc/hopper-tiny/seed1"]
+    # what is left, timed by each agent's finished cells of this budget (td3bc's only row is of another)
+    running = tmp_path / "grid" / "cells" / "mopo" / "hopper-tiny" / "seed1"
+    running.mkdir(parents=True)
+    (running / "progress.json").write_text(json.dumps({"step": 12, "steps": 30}))
+    mopo_hour = {**result("mopo", 0, 12.0), "train_seconds": 3600.0}
+    assert cells_left(cfg, [mopo_hour, result("td3bc", 0, 5.0, steps=99)]) == (
+        "3 cells left: mopo 1, td3bc 2; about 0.6 core-hours of training at the finished cells' mean wall-clock "
+        "per agent (world-model fits not counted); no finished cell to time td3bc by")
+    shutil.rmtree(running)
 
     # a cell finished in the grid folder joins the ledger; the tables read both, this budget only
     done = tmp_path / "grid" / "cells" / "td3bc" / "hopper-tiny" / "seed1"
