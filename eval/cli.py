@@ -339,7 +339,7 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
 
     from agents.data import TransitionSampler
     from agents.registry import agent_class, build_agent
-    from agents.networks import native_bfloat16
+    from agents.networks import native_bfloat16, resolve_precision
     from agents.training import Trainer
     from envs.atomic_io import write_json
     from envs.builtin import cache_dir
@@ -431,9 +431,11 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
               "updates_per_second": trainer.step / summary["total_seconds"] if summary["total_seconds"] else 0.0,
               "eval_episodes": tcfg.final_eval_episodes, **final, "evals": trainer.evals,
               "precision": trainer.precision, "command": "reverie train " + " ".join(
-                  # the command that repeats this run anywhere: auto written out as what it chose here
-                  f"train.precision={trainer.precision}" if o == "train.precision=auto" else o
-                  for o in ctx.overrides), "summary": line}
+                  # the command that repeats this run anywhere: auto written out as what it chose here (a fit
+                  # is this machine's: its own cache's, or its run folder's)
+                  f"train.precision={trainer.precision}" if o == "train.precision=auto" else
+                  f"world_model.fit_precision={resolve_precision('auto', trainer.device.type)}"
+                  if o == "world_model.fit_precision=auto" else o for o in ctx.overrides), "summary": line}
     write_json(run_dir / "result.json", result)
     if not cfg.keep_checkpoint:
         checkpoint.unlink(missing_ok=True)   # the learner's weights stay in learner.pt; the buffer goes

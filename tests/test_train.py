@@ -46,7 +46,7 @@ def run(capsys, *argv):
 
 def test_train_writes_result_checkpoint_and_tensorboard(capsys, tmp_path, hopper_file):
     code, out, err = run(capsys, "train", "agent=mopo", f"dataset={hopper_file}", "train.steps=120", *FAST,
-                         "train.precision=auto", f"run_dir={tmp_path / 'run'}")
+                         "train.precision=auto", "world_model.fit_precision=auto", f"run_dir={tmp_path / 'run'}")
     assert code == 0, err
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert result["agent"] == "mopo" and result["steps"] == 120 and result["eval_episodes"] == 2
@@ -56,6 +56,7 @@ def test_train_writes_result_checkpoint_and_tensorboard(capsys, tmp_path, hopper
     assert result["precision"] in ("float32", "bfloat16")
     assert f"train.precision=auto: the updates ran in {result['precision']}" in out
     assert f"train.precision={result['precision']}" in result["command"] and "auto" not in result["command"]
+    assert f"world_model.fit_precision={result['precision']}" in result["command"]     # the same machine's choice
     assert "world model fit epoch 1 of at most 2: mean holdout MSE" in out     # the fit shows how it goes
     from envs.info import dataset_info
     from envs.sources import load_source
@@ -72,7 +73,7 @@ def test_train_writes_result_checkpoint_and_tensorboard(capsys, tmp_path, hopper
         assert tag in tags, tag
     # a finished run_dir is not trained again
     code, out, _ = run(capsys, "train", "agent=mopo", f"dataset={hopper_file}", "train.steps=120", *FAST,
-                       "train.precision=auto", f"run_dir={tmp_path / 'run'}")
+                       "train.precision=auto", "world_model.fit_precision=auto", f"run_dir={tmp_path / 'run'}")
     assert code == 0 and "has finished" in out
 
 
