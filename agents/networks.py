@@ -77,7 +77,7 @@ class Fused:
     default on the CPU is about ten elementwise ops per tensor. The same algorithm (weights within rounding
     of each other); a learner's whole update 1.02-1.31x faster (RAVL 1.10x and SAC 1.06x in bfloat16, TD3+BC
     1.18-1.31x: ``tests/bench/bench_learners.py``, one thread, beside two grid jobs on two cores), an ensemble
-    fit's step 1.06x (``tests/bench/bench_fit.py``).
+    fit's step 1.05-1.18x (``tests/bench/bench_fit.py``).
 
     A checkpoint written before the kernel was chosen (its groups say ``fused: None``) keeps its moments
     and step counts on loading, and steps fused from then on."""

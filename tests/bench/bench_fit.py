@@ -8,7 +8,8 @@ pass, the backward pass and the optimiser's step. torch's default AdamW on the C
 over each parameter tensor) against ``agents.networks.FusedAdamW`` (its fused kernel), in alternating blocks,
 the best block of each kept, so a shared machine's noise falls on both alike. A fit of 100,000 transitions
 is about 350 steps an epoch and up to 200 epochs (``configs/world_model/ensemble.yaml``); the last column
-projects the minutes of such a fit.
+projects the minutes of such a fit. Freed memory stays in the process, as in every ``reverie`` command
+(``envs.allocator.retain_freed_memory``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 import torch
 
 from agents.networks import FusedAdamW
+from envs.allocator import retain_freed_memory
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
 
 OBS, ACT, BATCH = 17, 6, 256
@@ -31,6 +33,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    retain_freed_memory()
     g = torch.Generator().manual_seed(0)
     cfg = EnsembleConfig()
     x = torch.randn(cfg.members, BATCH, OBS + ACT, generator=g)

@@ -10,6 +10,8 @@
     GRU 128, 10 REDQ heads of 256 x 256) beside a plain SAC update at batch 256;
   * NEUBAY's update in float32 against ``train.precision=bfloat16`` (autocast on the REDQ heads' hidden
     layers; the GRUs and the output layers float32), in alternating blocks, the best block of each kept.
+
+Freed memory stays in the process, as in every ``reverie`` command (``envs.allocator.retain_freed_memory``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from agents.neubay import NEUBAY, NEUBAYConfig
 from agents.sac import SAC
 from agents.sequences import SequenceBuffer
 from agents.networks import native_bfloat16, update_precision
+from envs.allocator import retain_freed_memory
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
 from worldmodels.rollout import StartStates, rollout
 
@@ -38,6 +41,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="alternating blocks of float32 and bfloat16 updates")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    retain_freed_memory()
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
     model = GaussianEnsemble(OBS, ACT, EnsembleConfig(members=20, elites=16, layer_norm=True,
