@@ -353,12 +353,11 @@ def checkpoint_step(cell: Path) -> int | None:
     return None
 
 
-def cells_left(cfg: DictConfig, rows: list[dict]) -> str | None:
-    """The grid's unfinished cells per agent and the training they still need, at the mean wall-clock of
-    that agent's finished cells of this budget in ``rows`` (a started cell counts from its checkpoint;
-    world-model fits, which a cell runs before its first update, are not in that figure). None when
-    every cell has finished."""
-    left = unfinished(cfg)
+def cells_left(cfg: DictConfig, left: list[Path], rows: list[dict]) -> str | None:
+    """The grid's unfinished cells ``left`` (``unfinished``) per agent and the training they still need, at
+    the mean wall-clock of that agent's finished cells of this budget in ``rows`` (a started cell counts from
+    its checkpoint; world-model fits, which a cell runs before its first update, are not in that figure).
+    None when every cell has finished."""
     if not left:
         return None
     seconds = defaultdict(list)

@@ -422,6 +422,11 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
     from envs.info import dataset_info
     from worldmodels.registry import dataset_fingerprint
 
+    # the command that repeats this run anywhere: auto written out as what it chose here (a fit is this
+    # machine's: its own cache's, or its run folder's)
+    chosen = {"train.precision=auto": f"train.precision={trainer.precision}",
+              "world_model.fit_precision=auto": f"world_model.fit_precision="
+                                                f"{resolve_precision('auto', trainer.device.type)}"}
     # a built-in dataset is made on each machine, and simulators differ in their last bits between CPUs: the
     # result names the data it learned from and that data's own score
     result = {"agent": name, "dataset": ds.name, "source": str(cfg.dataset), "dataset_size": len(ds),
@@ -431,11 +436,7 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
               "updates_per_second": trainer.step / summary["total_seconds"] if summary["total_seconds"] else 0.0,
               "eval_episodes": tcfg.final_eval_episodes, **final, "evals": trainer.evals,
               "precision": trainer.precision, "command": "reverie train " + " ".join(
-                  # the command that repeats this run anywhere: auto written out as what it chose here (a fit
-                  # is this machine's: its own cache's, or its run folder's)
-                  f"train.precision={trainer.precision}" if o == "train.precision=auto" else
-                  f"world_model.fit_precision={resolve_precision('auto', trainer.device.type)}"
-                  if o == "world_model.fit_precision=auto" else o for o in ctx.overrides), "summary": line}
+                  chosen.get(o, o) for o in ctx.overrides), "summary": line}
     write_json(run_dir / "result.json", result)
     if not cfg.keep_checkpoint:
         checkpoint.unlink(missing_ok=True)   # the learner's weights stay in learner.pt; the buffer goes
@@ -467,10 +468,10 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
     ledger = ledger_path(cfg)
     csv_path, md_path, n = collect(out, cfg.size, cfg.steps, command, ledger)
     print(f"{n} finished cells -> {csv_path}, {md_path}" + (f" (ledger {ledger})" if ledger else ""))
-    summary = cells_left(cfg, read_ledger(csv_path))
+    left = unfinished(cfg)
+    summary = cells_left(cfg, left, read_ledger(csv_path))
     if summary:
         print(summary)
-    left = unfinished(cfg)
     if left and not cfg.collect_only:
         print(f"{len(left)} cells of this grid are unfinished (their logs: {out / 'logs'}), e.g. {left[0]}",
               file=sys.stderr)

@@ -115,7 +115,7 @@ def test_a_ledger_keeps_finished_cells_when_the_grid_folder_is_lost(tmp_path):
     running.mkdir(parents=True)
     (running / "progress.json").write_text(json.dumps({"step": 12, "steps": 30}))
     mopo_hour = {**result("mopo", 0, 12.0), "train_seconds": 3600.0}
-    assert cells_left(cfg, [mopo_hour, result("td3bc", 0, 5.0, steps=99)]) == (
+    assert cells_left(cfg, unfinished(cfg), [mopo_hour, result("td3bc", 0, 5.0, steps=99)]) == (
         "3 cells left: mopo 1, td3bc 2; about 0.6 core-hours of training at the finished cells' mean wall-clock "
         "per agent (world-model fits not counted); no finished cell to time td3bc by")
     shutil.rmtree(running)
