@@ -1,4 +1,5 @@
-"""A grid cell's (or a train run's) learner, world model and data, rebuilt from its folder, for the draws here."""
+"""A grid cell's (or a train run's) learner, world model and data, rebuilt from its folder, for the draws here;
+and the config a `reverie train` command would compose, for the draws that build their own runs."""
 
 from __future__ import annotations
 
@@ -10,8 +11,18 @@ from omegaconf import OmegaConf
 from agents.data import TransitionSampler
 from agents.registry import build_agent
 from envs.sources import load_source
-from eval.cli import _dataset_key, train_configs
+from eval.cli import COMMANDS, _compose, _dataset_key, agent_world_model, train_configs
 from worldmodels.registry import load_world_model
+
+
+def composed(agent: str, dataset: str, *extra: str):
+    """``(agent_values, world_model_values)``: what ``reverie train agent=AGENT dataset=DATASET EXTRA...`` would
+    build its learner's typed config and its world model from (configs/, the agent's per-dataset defaults and
+    its world-model needs, then EXTRA)."""
+    overrides = [f"agent={agent}", f"dataset={dataset}", *extra]
+    cfg = _compose(COMMANDS["train"], overrides)
+    agent_cfg = train_configs(cfg, overrides, _dataset_key(dataset))[1]
+    return agent_cfg, agent_world_model(cfg, overrides)
 
 
 def load_cell(cell: Path):

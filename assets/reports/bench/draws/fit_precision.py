@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 
+from cells import composed
 from envs.allocator import retain_freed_memory
 from envs.sources import load_source
 from worldmodels.registry import fit_world_model
-
-ROOT = Path(__file__).resolve().parents[4]
 
 
 def main() -> None:
@@ -35,9 +32,7 @@ def main() -> None:
     torch.set_num_threads(1)
     retain_freed_memory()                                  # as every `reverie` command runs
     ds = load_source(args.dataset, size=100_000, seed=0)
-    values = {**OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / "world_model" / "ensemble.yaml")),
-              **OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / "agent" / "neubay.yaml"))["world_model"],
-              "max_epochs": args.epochs, "patience": args.epochs}
+    values = {**composed("neubay", args.dataset)[1], "max_epochs": args.epochs, "patience": args.epochs}
     fits = {}
     for label, precision, seed in (("float32", "float32", 0), ("bfloat16", "bfloat16", 0),
                                    ("float32, seed 1", "float32", 1)):

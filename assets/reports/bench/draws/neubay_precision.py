@@ -24,8 +24,9 @@ import torch
 
 from agents.data import TransitionSampler
 from agents.networks import update_precision
-from agents.neubay import NEUBAY, NEUBAYConfig
+from agents.neubay import NEUBAY
 from agents.sequences import SequenceBuffer
+from cells import composed
 from envs.sources import load_source
 
 
@@ -37,7 +38,7 @@ def main() -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     ds = load_source(args.dataset, size=100_000, seed=0)
-    cfg = NEUBAYConfig(actor_lr=1e-4, critic_lr=1e-4, encoder_lr=1e-6, alpha_lr=1e-4, init_alpha=0.2)
+    cfg = composed("neubay", args.dataset)[0]
     base = NEUBAY(ds.obs_dim, ds.act_dim, cfg, obs_stats=TransitionSampler(ds).obs_stats())
     real = SequenceBuffer.from_dataset(ds)
     g = torch.Generator().manual_seed(0)
