@@ -15,11 +15,11 @@ from eval.cli import COMMANDS, _compose, _dataset_key, agent_world_model, train_
 from worldmodels.registry import load_world_model
 
 
-def composed(agent: str, dataset: str, *extra: str):
-    """``(agent_values, world_model_values)``: what ``reverie train agent=AGENT dataset=DATASET EXTRA...`` would
-    build its learner's typed config and its world model from (configs/, the agent's per-dataset defaults and
-    its world-model needs, then EXTRA)."""
-    overrides = [f"agent={agent}", f"dataset={dataset}", *extra]
+def composed(agent: str, dataset: str):
+    """``(agent_values, world_model_values)``: what ``reverie train agent=AGENT dataset=DATASET`` would build its
+    learner's typed config and its world model from (configs/, the agent's per-dataset defaults and its
+    world-model needs)."""
+    overrides = [f"agent={agent}", f"dataset={dataset}"]
     cfg = _compose(COMMANDS["train"], overrides)
     agent_cfg = train_configs(cfg, overrides, _dataset_key(dataset))[1]
     return agent_cfg, agent_world_model(cfg, overrides)
