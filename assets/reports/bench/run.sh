@@ -2,7 +2,9 @@
 # Issue 3's quality grid (and issue 4's NEUBAY comparison, which shares its folder), resumable across
 # machines: every finished cell is added to the committed ledger results.csv beside this script and is
 # skipped thereafter, even where runs/ is gone. A cell unfinished when the machine goes must start again
-# (its checkpoint lives in runs/): a session starts the grid early. Stage 'seedN' runs TD3+BC, IQL, MOPO and
+# (its checkpoint lives in OUT): a session starts the grid early. OUT (default runs/bench/grid) may lie outside
+# the checkout, e.g. OUT=~/reverie-grid/bench beside the model cache, so that the cells' folders (checkpoints,
+# periodic evaluations, policies for the draws) outlive a checkout that is made anew on the same machine. Stage 'seedN' runs TD3+BC, IQL, MOPO and
 # MOBILE on all six datasets for seed N, dataset by dataset (MOPO and MOBILE share the dataset's world model).
 # Stage 'quick' runs only TD3+BC and IQL (about 20-40 min a cell), for the end of a session.
 #   bash assets/reports/bench/run.sh [STAGE...]      stages (default: all, in this order): seed0 seed1 seed2 ravl neubay
@@ -12,8 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 LEDGER=assets/reports/bench/results.csv
 DATASETS="[hopper-medium,hopper-medium-replay,halfcheetah-medium,halfcheetah-medium-replay,walker2d-medium,walker2d-medium-replay]"
+OUT=${OUT:-runs/bench/grid}
 JOBS=${JOBS:-2}     # cells side by side; JOBS=1 leaves a core to a second run.sh (e.g. the ravl stage)
-bench() { .venv/bin/reverie bench out=runs/bench/grid ledger=$LEDGER jobs=$JOBS "$@" || true; }
+bench() { .venv/bin/reverie bench out=$OUT ledger=$LEDGER jobs=$JOBS "$@" || true; }
 for stage in "${@:-seed0 seed1 seed2 ravl neubay}"; do
   for s in $stage; do
     case $s in
