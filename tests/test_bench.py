@@ -118,6 +118,8 @@ def test_a_ledger_keeps_finished_cells_when_the_grid_folder_is_lost(tmp_path):
     assert cells_left(cfg, unfinished(cfg), [mopo_hour, result("td3bc", 0, 5.0, steps=99)]) == (
         "3 cells left: mopo 1, td3bc 2; about 0.6 core-hours of training at the finished cells' mean wall-clock "
         "per agent (world-model fits not counted); no finished cell to time td3bc by")
+    assert cells_left(cfg, sorted(unfinished(cfg))[:1], [mopo_hour]).startswith(
+        "1 cell left: mopo 1; about 0.6 core-hours")
     shutil.rmtree(running)
 
     # a cell finished in the grid folder joins the ledger; the tables read both, this budget only
