@@ -51,7 +51,8 @@ def remaining(finished: list[dict], retired: list[dict]) -> str:
     if unknown:
         cost += f", plus {' and '.join(unknown)}, none of whose cells has finished"
     counts = ", ".join(f"{agent} {n}" for agent, n in left.items())
-    return f"Remaining: {sum(left.values())} cells ({counts}); {cost}."
+    total = sum(left.values())
+    return f"Remaining: {total} cell{'' if total == 1 else 's'} ({counts}); {cost}."
 
 
 def main() -> int:
