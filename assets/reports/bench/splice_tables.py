@@ -45,6 +45,8 @@ def remaining(finished: list[dict], retired: list[dict]) -> str:
             if n:
                 (from_retired if seconds else unknown).append(agent.upper())
         hours += n * sum(seconds) / len(seconds) / 3600 if seconds else 0.0
+    if not any(left.values()):
+        return "Remaining: none; the grid is complete."
     cost = f"about {hours:.0f} core-hours at the wall-clock per cell recorded so far"
     if from_retired:
         cost += f" ({' and '.join(from_retired)} from retired cells)"
