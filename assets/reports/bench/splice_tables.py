@@ -45,7 +45,8 @@ def remaining(finished: list[dict], retired: list[dict]) -> str:
             if n:
                 (from_retired if seconds else unknown).append(agent.upper())
         hours += n * sum(seconds) / len(seconds) / 3600 if seconds else 0.0
-    if not any(left.values()):
+    total = sum(left.values())
+    if not total:
         return "Remaining: none; the grid is complete."
     cost = f"about {hours:.0f} core-hours at the wall-clock per cell recorded so far"
     if from_retired:
@@ -53,7 +54,6 @@ def remaining(finished: list[dict], retired: list[dict]) -> str:
     if unknown:
         cost += f", plus {' and '.join(unknown)}, none of whose cells has finished"
     counts = ", ".join(f"{agent} {n}" for agent, n in left.items())
-    total = sum(left.values())
     return f"Remaining: {total} cell{'' if total == 1 else 's'} ({counts}); {cost}."
 
 
