@@ -149,7 +149,13 @@ def unfinished(cfg: DictConfig) -> list[Path]:
 
 
 def cell_threads(cfg: DictConfig) -> int:
-    """A cell's torch threads: one under joblib, its reserved CPUs under Ray."""
+    """A cell's torch threads: ``threads`` where set (``jobs=1 threads=2``: one cell on two cores, for
+    cells too long for one core in a session); else one under joblib, its reserved CPUs under Ray."""
+    threads = cfg.get("threads")
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ReverieError(f"option 'threads': expected a positive whole number or null, got {threads!r}")
+        return threads
     return max(1, int(cfg.ray.cpus_per_task)) if cfg.get("launcher") == "ray" else 1
 
 

@@ -452,9 +452,10 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
         agent_class(a)
     if int(cfg.jobs) < 1:
         raise ReverieError(f"option 'jobs': expected a positive integer, got {cfg.jobs}")
-    from eval.bench import check_launcher
+    from eval.bench import cell_threads, check_launcher
 
     check_launcher(cfg)
+    cell_threads(cfg)             # a bad `threads` is refused here, not in every cell
     out = Path(cfg.out)
     command = " ".join(["reverie bench", *(o for o in ctx.overrides if not o.startswith("collect_only="))])
     code = 0

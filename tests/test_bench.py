@@ -48,6 +48,27 @@ def test_bench_runs_cells_writes_tables_and_skips_finished_cells(capsys, tmp_pat
     assert len(list(csv.DictReader(open(tmp_path / "grid" / "results.csv")))) == 6
 
 
+def test_a_cells_threads_come_from_threads_else_the_launcher(capsys, tmp_path):
+    from omegaconf import OmegaConf
+
+    from eval.bench import cell_args
+
+    cfg = OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "bench.yaml")
+
+    def threads(**over) -> list[str]:
+        c = OmegaConf.merge(cfg, over)
+        return [a for a in cell_args(c, "neubay", "hopper-random", 0, tmp_path) if a.startswith("threads=")]
+
+    assert threads() == ["threads=1"]                                     # joblib: one per cell
+    assert threads(launcher="ray", ray={"cpus_per_task": 3}) == ["threads=3"]
+    assert threads(threads=2) == ["threads=2"]                            # one long cell on two cores
+    assert threads(launcher="ray", ray={"cpus_per_task": 3}, threads=2) == ["threads=2"]
+    # refused before any cell starts, the option named
+    assert main(["bench", "threads=0", f"out={tmp_path / 'g'}"]) != 0
+    assert "option 'threads': expected a positive whole number or null, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "g").exists()
+
+
 def test_a_cell_runs_in_one_grid_at_a_time(tmp_path):
     cell = tmp_path / "cells" / "mopo" / "hopper-medium" / "seed0"
     with cell_lock(cell) as first:
