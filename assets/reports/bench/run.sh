@@ -16,7 +16,8 @@ LEDGER=assets/reports/bench/results.csv
 DATASETS="[hopper-medium,hopper-medium-replay,halfcheetah-medium,halfcheetah-medium-replay,walker2d-medium,walker2d-medium-replay]"
 OUT=${OUT:-runs/bench/grid}
 JOBS=${JOBS:-2}     # cells side by side; JOBS=1 leaves a core to a second run.sh (e.g. the ravl stage)
-bench() { .venv/bin/reverie bench out=$OUT ledger=$LEDGER jobs=$JOBS "$@" || true; }
+THREADS=${THREADS:-null}   # torch threads per cell (null: one); JOBS=1 THREADS=2: one NEUBAY cell on both cores
+bench() { .venv/bin/reverie bench out=$OUT ledger=$LEDGER jobs=$JOBS threads=$THREADS "$@" || true; }
 for stage in "${@:-seed0 seed1 seed2 ravl neubay}"; do
   for s in $stage; do
     case $s in
