@@ -57,6 +57,16 @@ def remaining(finished: list[dict], retired: list[dict]) -> str:
     return f"Remaining: {total} cell{'' if total == 1 else 's'} ({counts}); {cost}."
 
 
+def stamp_count(page: str, cells: int) -> str:
+    """The finished-cell count set to ``cells``, with the time it changed; an unchanged count keeps its old time,
+    so a grid commit of another issue's cells does not touch this line."""
+    match = re.search(r"(\d+) are finished \(as of [^)]*\)", page)
+    if match is None or int(match.group(1)) == cells:
+        return page
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return page[:match.start()] + f"{cells} are finished (as of {now})" + page[match.end():]
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         subprocess.run([sys.executable, "-m", "eval.cli", "bench", f"out={scratch}",
@@ -70,8 +80,7 @@ def main() -> int:
         page = page.replace(before, after)
     finished, retired = grid_rows(HERE / "results.csv"), grid_rows(HERE / "retired.csv")
     cells = len(finished)
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    page = re.sub(r"\d+ are finished \(as of [^)]*\)", f"{cells} are finished (as of {now})", page)
+    page = stamp_count(page, cells)
     page = re.sub(r"^Remaining: .*$", remaining(finished, retired), page, flags=re.M)
     write_text(HERE / "results.md", page)
     print(f"{HERE / 'results.md'}: tables from the ledger; {cells} of issue 3's cells finished")
