@@ -76,51 +76,10 @@ class RunContext:
 SUCCESS_SIGNALS = {"judge": "frame judge", "latent": "success head", "frame": "success head on the shown frame",
                    "objects": "success head on the predicted object and goal positions"}
 
-def free_cores() -> tuple[int, int, float]:
-    """(cores this process may use, how many of them are idle, the 1-minute load average).
-
-    Idle is the usable cores less the load average, rounded: a cheap reading of what else runs here.
-    Where the load average is the host's (some containers), it can only make the answer smaller."""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        load = 0.0
-    return usable, max(0, usable - round(load)), load
-
-
-_AUTO_THREADS: int | None = None   # ``threads=auto`` is read once a process: nested commands (demo) share it
-_CHECKED_THREADS = False          # an explicit count is checked once: later, the load is partly this process's own
-
-
-def resolve_threads(value) -> int:
-    """``threads=N`` or ``threads=auto`` as a torch thread count.
-
-    ``auto`` takes the idle cores (at least one). An explicit N above them is kept but warned about once:
-    torch's OpenMP threads spin at every barrier, so one that shares its core with another busy process
-    holds the rest up: on two cores, each running a grid cell, MOPO's update ran at 10.7 updates/s on two
-    threads against 42.8 on one (``tests/bench/bench_threads.py``). Both readings happen once a process:
-    later, the load average counts this process's own work."""
-    global _AUTO_THREADS, _CHECKED_THREADS
-    if value == "auto":
-        if _AUTO_THREADS is None:
-            _AUTO_THREADS = max(1, free_cores()[1])
-        return _AUTO_THREADS
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ReverieError(f"option 'threads': expected a positive whole number or auto, got {value!r}")
-    if value > 1 and not _CHECKED_THREADS:
-        _CHECKED_THREADS = True
-        usable, idle, load = free_cores()
-        if value > max(1, idle):
-            import warnings
-            warnings.warn(f"threads={value} but {idle} of {usable} cores are idle (1-minute load {load:.1f}): "
-                          f"torch's threads will wait on each other, often several times slower than "
-                          f"threads={max(1, idle)}; pass threads=auto to use the idle cores", stacklevel=2)
-    return value
-
-
 def _set_threads(cfg: DictConfig) -> int:
     import torch
+
+    from eval.threads import resolve_threads
     threads = resolve_threads(cfg.get("threads", 1))
     torch.set_num_threads(threads)
     return threads
@@ -739,8 +698,8 @@ def run_demo(cfg: DictConfig, ctx: RunContext) -> int:
 
     threads = _set_threads(cfg)
     if cfg.threads == "auto":
-        usable, _, load = free_cores()
-        print(f"threads=auto: {threads} torch thread{'s' * (threads > 1)} ({usable} cores, 1-minute load {load:.1f})")
+        from eval.threads import auto_reading
+        print(f"threads=auto: {threads} torch thread{'s' * (threads > 1)}, one per idle core ({auto_reading})")
     print(f"[1/4] making {cfg.task.name}-{cfg.level} ({cfg.size:,} transitions) from the shipped policies")
     path, manifest, _ = make_builtin(cfg.task.name, cfg.level, size=cfg.size, seed=cfg.seed,
                                      num_envs=cfg.num_envs, progress=sys.stderr.isatty())

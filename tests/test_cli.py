@@ -101,41 +101,6 @@ def test_a_bad_thread_count_is_refused_before_any_output(capsys, tmp_path, value
     assert not (tmp_path / "fit").exists()
 
 
-def test_threads_auto_takes_the_idle_cores_and_a_busy_machine_is_warned_of(monkeypatch):
-    import warnings
-
-    from eval import cli
-
-    def machine(usable, load):
-        monkeypatch.setattr(cli, "free_cores", lambda: (usable, max(0, usable - round(load)), load))
-        monkeypatch.setattr(cli, "_AUTO_THREADS", None)
-        monkeypatch.setattr(cli, "_CHECKED_THREADS", False)
-
-    machine(8, 0.3)
-    assert cli.resolve_threads("auto") == 8
-    machine(8, 5.6)
-    assert cli.resolve_threads("auto") == 2
-    machine(2, 2.4)                                       # both cores busy: still one thread, never zero
-    assert cli.resolve_threads("auto") == 1
-    machine(2, 0.1)
-    assert cli.resolve_threads("auto") == 2
-    machine(2, 9.0)                                       # read once a process: a nested command shares it
-    assert cli.resolve_threads("auto") == 1
-    monkeypatch.setattr(cli, "free_cores", lambda: (2, 2, 0.0))
-    assert cli.resolve_threads("auto") == 1
-
-    machine(2, 1.0)
-    with pytest.warns(UserWarning, match=r"threads=2 but 1 of 2 cores are idle \(1-minute load 1.0\).*threads=auto"):
-        assert cli.resolve_threads(2) == 2               # an explicit count is kept
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")                    # ... and checked once: later the load is partly ours
-        assert cli.resolve_threads(2) == 2
-    machine(2, 0.2)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert cli.resolve_threads(2) == 2 and cli.resolve_threads(1) == 1
-
-
 def test_debug_shows_the_traceback(tmp_path):
     from envs.errors import DatasetError
     with pytest.raises(DatasetError):

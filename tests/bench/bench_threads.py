@@ -5,22 +5,19 @@
 MOPO's update (SAC, two 2x256 critics, hopper dimensions, batch 256) at one torch thread and at as many as
 the machine has, first as the machine is found, then beside 1, 2, ... busy processes (each a Python loop
 that never sleeps, standing in for a grid cell or a simulator). The thread counts run in alternating blocks
-and the best block of each is kept, so the machine's own noise falls on both alike. Each line also says
-what ``threads=auto`` would pick there; the load average lags, so the busy lines give the figure a run
-would see a minute into that load.
+and the best block of each is kept, so the machine's own noise falls on both alike.
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
-import os
 import time
 
 import torch
 
 from agents.sac import SAC, SACConfig
-from eval.cli import free_cores
+from eval.threads import free_cores
 
 OBS, ACT, BATCH = 11, 3, 256
 
@@ -43,7 +40,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--busy", type=int, nargs="+", default=[0, 1])
     args = ap.parse_args()
-    usable, idle, load = free_cores()
+    usable, idle, how = free_cores()
     counts = sorted({1, usable})
     g = torch.Generator().manual_seed(0)
     data = [{"obs": torch.randn(BATCH, OBS, generator=g), "actions": torch.rand(BATCH, ACT, generator=g) * 2 - 1,
@@ -52,7 +49,7 @@ def main() -> None:
     agent = SAC(OBS, ACT, SACConfig())
     rate(agent, data, 10, g)                                               # warm-up
     print(f"MOPO's update (SAC 2x256, batch {BATCH}), updates/s, best of {args.rounds} blocks of {args.updates}; "
-          f"{usable} usable cores, 1-minute load {load:.1f} when started ({idle} idle)")
+          f"{usable} usable cores, {how} when started ({idle} idle)")
     print(f"  {'beside':<22}" + "".join(f"{f'{n} thread(s)':>14}" for n in counts) + f"{'ratio':>8}")
     for busy in args.busy:
         spinners = [mp.Process(target=spin, daemon=True) for _ in range(busy)]
@@ -71,7 +68,7 @@ def main() -> None:
         label = "the machine as found" if busy == 0 else f"+{busy} busy process(es)"
         print(f"  {label:<22}" + "".join(f"{best[n]:>14.1f}" for n in counts)
               + f"{best[counts[-1]] / best[counts[0]]:>7.2f}x")
-    print(f"threads=auto now picks {max(1, free_cores()[1])} (pid {os.getpid()}; the load average lags by a minute)")
+    print(f"threads=auto picks {max(1, free_cores()[1])} here now")
 
 
 if __name__ == "__main__":
