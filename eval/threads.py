@@ -29,11 +29,12 @@ auto_reading = ""                 # what it read: "2 cores, 1.9 busy over 0.25 s
 _checked = False                  # whether an explicit count has been checked against the idle cores
 
 
-def usable_cpus() -> list[int]:
-    """The CPUs this process may run on, as many as a cgroup CPU quota allows (``cpu.max``, ``cfs_quota_us``)."""
+def usable_cpus() -> tuple[list[int], int]:
+    """The CPUs this process may run on, and how many of them it may keep busy at once (fewer where a cgroup
+    CPU quota, ``cpu.max`` or ``cfs_quota_us``, allows less than all of them)."""
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
     quota = _cgroup_quota()
-    return cpus[:max(1, math.ceil(quota))] if quota is not None and quota < len(cpus) else cpus
+    return cpus, min(len(cpus), max(1, math.ceil(quota))) if quota is not None else len(cpus)
 
 
 def _cgroup_quota() -> float | None:
@@ -73,7 +74,7 @@ def idle_share(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, i
 
 def free_cores(sample_seconds: float = SAMPLE_SECONDS) -> tuple[int, int, str]:
     """(cores this process may use, how many of them are idle, how that was read)."""
-    cpus = usable_cpus()
+    cpus, usable = usable_cpus()
     try:
         before = cpu_times(Path("/proc/stat").read_text())
         time.sleep(sample_seconds)
@@ -81,14 +82,14 @@ def free_cores(sample_seconds: float = SAMPLE_SECONDS) -> tuple[int, int, str]:
         if not any(c in before for c in cpus):
             raise OSError("no usable CPU in /proc/stat")
         idle = idle_share(before, after, cpus)
-        return len(cpus), min(len(cpus), round(idle)), f"{len(cpus) - idle:.1f} busy over {sample_seconds:g} s"
+        return usable, min(usable, round(idle)), f"{len(cpus) - idle:.1f} of {len(cpus)} busy over {sample_seconds:g} s"
     except (OSError, ValueError, IndexError):
         pass
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
-        return len(cpus), len(cpus), "no load reading"
-    return len(cpus), max(0, len(cpus) - round(load)), f"1-minute load {load:.1f}"
+        return usable, usable, "no load reading"
+    return usable, min(usable, max(0, len(cpus) - round(load))), f"1-minute load {load:.1f}"
 
 
 def resolve_threads(value) -> int:

@@ -29,8 +29,19 @@ def test_proc_stat_is_read_per_cpu_and_idle_is_each_cores_idle_share():
 
 def test_free_cores_on_this_machine_is_within_its_usable_cores():
     usable, idle, how = threads.free_cores(sample_seconds=0.05)
-    assert usable == len(threads.usable_cpus()) >= 1 and 0 <= idle <= usable
-    assert "busy over 0.05 s" in how or "load" in how
+    cpus, most = threads.usable_cpus()
+    assert usable == most <= len(cpus) and usable >= 1 and 0 <= idle <= usable
+    assert f"of {len(cpus)} busy over 0.05 s" in how or "load" in how
+
+
+def test_a_cgroup_quota_caps_the_usable_and_the_idle_cores(monkeypatch):
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5, 6, 7}, raising=False)
+    monkeypatch.setattr(threads, "_cgroup_quota", lambda: 1.5)              # cpu.max "150000 100000"
+    assert threads.usable_cpus() == (list(range(8)), 2)
+    usable, idle, _ = threads.free_cores(sample_seconds=0.01)
+    assert usable == 2 and idle <= 2
+    monkeypatch.setattr(threads, "_cgroup_quota", lambda: None)
+    assert threads.usable_cpus() == (list(range(8)), 8)
 
 
 def machine(monkeypatch, usable, idle):
