@@ -12,26 +12,17 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
-import time
 
 import torch
 
 from agents.sac import SAC, SACConfig
+from bench_learners import ACT, BATCH, OBS, batches, rate      # the same batches and timing as the learners' bench
 from eval.threads import free_cores
-
-OBS, ACT, BATCH = 11, 3, 256
 
 
 def spin() -> None:
     while True:
         pass
-
-
-def rate(agent, data: list[dict], updates: int, g: torch.Generator) -> float:
-    t = time.perf_counter()
-    for i in range(updates):
-        agent.update(data[i % len(data)], g)
-    return updates / (time.perf_counter() - t)
 
 
 def main() -> None:
@@ -43,9 +34,7 @@ def main() -> None:
     usable, idle, how = free_cores()
     counts = sorted({1, usable})
     g = torch.Generator().manual_seed(0)
-    data = [{"obs": torch.randn(BATCH, OBS, generator=g), "actions": torch.rand(BATCH, ACT, generator=g) * 2 - 1,
-             "rewards": torch.randn(BATCH, generator=g), "next_obs": torch.randn(BATCH, OBS, generator=g),
-             "terminated": torch.zeros(BATCH, dtype=torch.bool)} for _ in range(16)]
+    data = batches(16, g)
     agent = SAC(OBS, ACT, SACConfig())
     rate(agent, data, 10, g)                                               # warm-up
     print(f"MOPO's update (SAC 2x256, batch {BATCH}), updates/s, best of {args.rounds} blocks of {args.updates}; "
