@@ -17,7 +17,7 @@ import torch
 
 from agents.sac import SAC, SACConfig
 from bench_learners import ACT, BATCH, OBS, batches, rate      # the same batches and timing as the learners' bench
-from eval.threads import free_cores
+from eval.threads import free_cores, resolve_threads
 
 
 def spin() -> None:
@@ -57,7 +57,7 @@ def main() -> None:
         label = "the machine as found" if busy == 0 else f"+{busy} busy process(es)"
         print(f"  {label:<22}" + "".join(f"{best[n]:>14.1f}" for n in counts)
               + f"{best[counts[-1]] / best[counts[0]]:>7.2f}x")
-    print(f"threads=auto picks {max(1, free_cores()[1])} here now")
+    print(f"threads=auto picks {resolve_threads('auto')} here now")
 
 
 if __name__ == "__main__":
