@@ -25,6 +25,7 @@ from agents.mopo import MOPO, MOPOConfig
 from agents.neubay import NEUBAY, NEUBAYConfig
 from agents.training import LearnerPolicy, TrainConfig, Trainer
 from envs.atomic_io import write_text
+from eval.threads import add_threads_argument, resolve_threads
 from envs.bandit import BanditSpec, bandit_dataset, play
 from worldmodels.ensemble import EnsembleConfig, GaussianEnsemble
 
@@ -69,10 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--steps", type=int, default=3000)
-    ap.add_argument("--threads", type=int, default=2)
+    add_threads_argument(ap)
     ap.add_argument("--out", default=None, help="write bandit.md here (e.g. assets/reports/bandit)")
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(resolve_threads(args.threads))
     seeds = [int(s) for s in args.seeds.split(",")]
     t0 = time.perf_counter()
     results = {s: run_seed(s, args.steps) for s in seeds}

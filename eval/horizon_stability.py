@@ -26,6 +26,7 @@ import torch
 
 from envs.allocator import retain_freed_memory
 from envs.atomic_io import write_text
+from eval.threads import add_threads_argument, resolve_threads
 from envs.policies import load_policy, load_zoo
 from worldmodels.rollout import ActorPolicy, SimulatorSource, StartStates, UncertaintyThreshold, rollout
 
@@ -110,10 +111,10 @@ def main(argv: list[str] | None = None) -> int:
                     "instead of fitting one with --members/--elites/--max-epochs")
     ap.add_argument("--horizons", default=",".join(map(str, HORIZONS)))
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=2)
+    add_threads_argument(ap)
     ap.add_argument("--out", default="assets/reports/horizon")
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(resolve_threads(args.threads))
     retain_freed_memory()
     ds = load_source(args.dataset, size=args.size)
     t0 = time.perf_counter()

@@ -36,6 +36,7 @@ from agents.networks import PRECISION_CHOICES
 from envs.allocator import retain_freed_memory
 from envs.atomic_io import atomic_path, write_json, write_text
 from eval.metrics import bootstrap
+from eval.threads import add_threads_argument, resolve_threads
 from envs.manipulation import TASKS
 
 EVAL_SEEDS = list(range(10_000, 10_050))
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="the video model's autoencoder and dynamics updates (world_model.precision): auto is "
                     "bfloat16 where the CPU has it natively; its autoencoder fit ran 2.1x faster and reconstructed "
                     "unseen frames as well as float32's (tests/bench/bench_video.py)")
-    ap.add_argument("--threads", type=int, default=2)
+    add_threads_argument(ap)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     if args.bc_episodes is not None and not 1 <= args.bc_episodes <= args.episodes:
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rank_epochs < 1 or args.rank_fits < 1 or args.rank_resets < 2:
         ap.error(f"--rank-epochs, --rank-fits, --rank-resets: expected at least 1, 1 and 2, got {args.rank_epochs}, "
                  f"{args.rank_fits} and {args.rank_resets}")
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(resolve_threads(args.threads))
     retain_freed_memory()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ shares the first, since a later reading would count this process's own work.
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import time
@@ -111,3 +112,20 @@ def resolve_threads(value) -> int:
                           f"wait on each other, often several times slower than threads={max(1, idle)}; pass "
                           f"threads=auto to use the idle cores", stacklevel=2)
     return value
+
+
+
+def threads_option(text: str) -> int | str:
+    """``--threads``'s argparse ``type``: ``auto`` or a positive whole number, else argparse's one-line refusal."""
+    if text == "auto":
+        return text
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a positive whole number or auto, got {text!r}")
+
+
+def add_threads_argument(parser: argparse.ArgumentParser) -> None:
+    """``--threads`` (default auto) for the scripts under ``eval/``; ``resolve_threads(args.threads)`` is the count."""
+    parser.add_argument("--threads", type=threads_option, default="auto",
+                        help="torch threads: auto takes the idle cores, at least one; a count above them makes "
+                        "torch's threads wait on each other (eval/threads.py)")

@@ -77,3 +77,28 @@ def test_an_explicit_count_is_kept_and_warned_of_once_when_cores_are_busy(monkey
 def test_a_bad_count_is_refused(value):
     with pytest.raises(Exception, match=r"option 'threads': expected a positive whole number or auto"):
         threads.resolve_threads(value)
+
+
+
+class Parsed(Exception):
+    """Stops a script's ``main`` once its options are parsed, carrying them."""
+
+
+@pytest.mark.parametrize("script", ["eval.bandit_example", "eval.horizon_stability", "eval.manipulation_loop"])
+def test_the_scripts_take_threads_auto_by_default_and_refuse_a_bad_count(script, monkeypatch, capsys):
+    import argparse
+    import importlib
+
+    def parse_then_stop(self, argv=None):
+        raise Parsed(self.parse_known_args(argv)[0])
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+    main = importlib.import_module(script).main
+    for argv, expected in (([], "auto"), (["--threads", "3"], 3), (["--threads", "auto"], "auto")):
+        with pytest.raises(Parsed) as parsed:
+            main(argv)
+        assert parsed.value.args[0].threads == expected
+    with pytest.raises(SystemExit) as exit:
+        main(["--threads", "0"])
+    assert exit.value.code == 2
+    assert "argument --threads: expected a positive whole number or auto, got '0'" in capsys.readouterr().err
