@@ -10,6 +10,7 @@ from omegaconf import OmegaConf
 
 from agents.data import TransitionSampler
 from agents.registry import build_agent
+from agents.training import acting_policy
 from envs.sources import load_source
 from eval.cli import COMMANDS, _compose, _dataset_key, agent_world_model, train_configs
 from worldmodels.registry import load_world_model
@@ -53,3 +54,25 @@ def load_weights(cell: Path, learner, weights: str | None = None) -> str:
         return f"checkpoint.pt, step {blob['step']}"
     learner.load_state_dict(blob)
     return "learner.pt, final"
+
+
+class Acting:
+    """A cell's policy acting deterministically step by step on ``n`` rows, as the evaluation runs it: through
+    the learner's ``Policy`` (``agents.training.acting_policy``), so a history-dependent agent (NEUBAY's GRU)
+    carries its reading of the (observation, previous action, previous reward) history from step to step, from
+    an empty history at the first step. Call it with the observations, then ``observe`` the rewards they earned."""
+
+    def __init__(self, learner, n: int):
+        self.policy = acting_policy(learner)
+        self.state = self.policy.initial_state(n)
+        self.first = torch.ones(n, dtype=torch.bool)
+        self.prev_reward = torch.zeros(n)
+
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        self.state, act = self.policy.act(self.state, obs, self.first, deterministic=True,
+                                          prev_reward=self.prev_reward)
+        self.first = torch.zeros_like(self.first)
+        return act
+
+    def observe(self, reward) -> None:
+        self.prev_reward = torch.as_tensor(reward, dtype=torch.float32)

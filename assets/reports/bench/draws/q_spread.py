@@ -35,6 +35,9 @@ def main() -> None:
     loaded = load_weights(args.cell, learner, args.weights)
     if not hasattr(learner, "critic"):
         raise SystemExit(f"q_spread.py: {args.cell}: {name} has no critic ensemble")
+    if hasattr(learner, "policy"):
+        raise SystemExit(f"q_spread.py: {args.cell}: {name}'s critics read a history, not a lone state "
+                         f"(expected a SAC-family cell: mopo, mobile, ravl)")
 
     g = torch.Generator().manual_seed(args.seed)
     idx = torch.randperm(len(ds.observations), generator=g)[:args.states]

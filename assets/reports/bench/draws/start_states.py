@@ -9,7 +9,8 @@ model (the model's own rollout from the same reset, a random member per step), w
 each simulator episode's length and return. Then from ``--states`` mid-episode dataset states (reset through qpos/qvel), how
 many of ``--steps`` steps the policy survives and its reward per step, beside the data's. Prints figures;
 writes nothing. For tasks whose first two observation entries are the torso's height and angle (hopper,
-walker2d).
+walker2d). A history-dependent policy (NEUBAY's) carries its history along each path, from an empty one at the
+reset or the dataset state, as the evaluation starts it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from cells import load_cell, load_weights
+from cells import Acting, load_cell, load_weights
 from envs.simulator import SimulatorBatch
 from envs.tasks import get_task
 
@@ -46,17 +47,20 @@ def main() -> None:
     imagined = torch.from_numpy(real).float()
     alive, returns, g = np.ones(n, bool), np.zeros(n), torch.Generator().manual_seed(0)
     lengths = np.zeros(n, int)
+    policy_real, policy_model = Acting(learner, n), Acting(learner, n)
     fmt = lambda x: " ".join(f"{v:5.2f}" for v in np.asarray(x))   # noqa: E731
     print(f"from {n} resets: step | simulator height, angle | model height, angle, reward")
     for t in range(task.max_episode_steps):
-        act_real = learner.act(torch.from_numpy(real).float(), deterministic=True)
-        act_model = learner.act(imagined, deterministic=True)
+        act_real = policy_real(torch.from_numpy(real).float())
+        act_model = policy_model(imagined)
         mean, _ = model.predict(imagined, act_model)
         nxt = mean[torch.randint(model.spec.members, (n,), generator=g), torch.arange(n)]
         if t < args.show:
             print(f"  {t:3d} | {fmt(real[:, 0])} | {fmt(real[:, 1])} || {fmt(imagined[:, 0])} | {fmt(imagined[:, 1])} "
                   f"| {fmt(nxt[:, -1])}")
         real, rew, term, trunc = sim.step(act_real.numpy())
+        policy_real.observe(rew)
+        policy_model.observe(nxt[:, -1])
         returns += rew * alive
         lengths += alive
         alive &= ~(term | trunc)
@@ -72,8 +76,10 @@ def main() -> None:
     sim = SimulatorBatch(task, args.states)
     obs = sim.reset_to(ds.qpos[idx], ds.qvel[idx])
     alive, total, steps = np.ones(args.states, bool), 0.0, np.zeros(args.states, int)
+    policy = Acting(learner, args.states)
     for _ in range(args.steps):
-        obs, rew, term, trunc = sim.step(learner.act(torch.from_numpy(obs).float(), deterministic=True).numpy())
+        obs, rew, term, trunc = sim.step(policy(torch.from_numpy(obs).float()).numpy())
+        policy.observe(rew)
         total += float((rew * alive).sum())
         steps += alive
         alive &= ~(term | trunc)
