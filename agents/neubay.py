@@ -9,7 +9,9 @@ the largest it shows on its own data. The authors' code cuts by default on the
 ensemble's epistemic spread instead (``unc_type: epi_mean``, every member run
 at every step); holding the member's own std keeps each rollout on the
 one-member-per-row path (13x the transitions/s with 20 members,
-``tests/bench/bench_neubay.py``), which a 1000-step rollout needs on a CPU. The agent
+``tests/bench/bench_neubay.py``), which a 1000-step rollout needs on a CPU;
+``cut_on="disagreement"`` cuts on the elites' spread as the authors do, the held member
+still giving each step, at the every-member path's cost. The agent
 conditions on its history (observation, previous action, previous reward)
 through a GRU, so it can act like a Bayes-adaptive agent: infer from what it
 sees which world it is in. There is no reward penalty.
@@ -43,6 +45,8 @@ from agents.training import TrainConfig, Trainer
 from envs.errors import ReverieError
 from worldmodels.rollout import StartStates, UncertaintyThreshold, rollout
 
+CUTS = ("member_std", "disagreement")
+
 
 @dataclass
 class NEUBAYConfig:
@@ -62,6 +66,9 @@ class NEUBAYConfig:
     window: int = 32             # trained steps per sequence
     burn_in: int = 16            # earlier steps that only set the recurrent state
     warmup: int = 16             # real history read before imagination starts
+    # What the uncertainty cut reads: "member_std", the held member's own predicted std (the fast one-member
+    # path), or "disagreement", the elites' spread (every member runs each step; the authors' epi_mean).
+    cut_on: str = "member_std"
 
     def validate(self) -> "NEUBAYConfig":
         if not 1 <= self.target_subset <= self.critics:
@@ -75,6 +82,8 @@ class NEUBAYConfig:
         for name in ("burn_in", "warmup"):
             if getattr(self, name) < 0:
                 raise ReverieError(f"agent.{name}: expected an integer >= 0, got {getattr(self, name)}")
+        if self.cut_on not in CUTS:
+            raise ReverieError(f"agent.cut_on: expected one of {', '.join(CUTS)}, got {self.cut_on!r}")
         return self
 
 
@@ -281,7 +290,8 @@ class NEUBAYTrainer(Trainer):
         return SequenceBuffer(self.ds.obs_dim, self.ds.act_dim, capacity, self.device)
 
     def make_threshold(self, quantile: float, held_members: bool = True) -> UncertaintyThreshold:
-        return super().make_threshold(quantile, held_members=True)     # measured as the rollouts run
+        # measured as the rollouts run: the held member's own std, or (held_members=False) the elites' spread
+        return super().make_threshold(quantile, held_members=self.learner.cfg.cut_on == "member_std")
 
     def imagine(self) -> dict[str, float]:
         cfg, learner = self.cfg, self.learner
@@ -289,7 +299,8 @@ class NEUBAYTrainer(Trainer):
         warm = learner.warm_up(self.real, anchor)
         member = self.model.sample_members(cfg.rollout_batch, self.generator)
         ro = rollout(self.model, learner.policy(warm), StartStates(self.real.data["obs"][anchor]),
-                     cfg.rollout_length, self.generator, truncate=self.threshold, member=member)
+                     cfg.rollout_length, self.generator, truncate=self.threshold, member=member,
+                     **({"disagreement": True} if learner.cfg.cut_on == "disagreement" else {}))
         # each episode: its real history (the warm-up rows), then its imagined steps
         w = warm["window"]
         history = w["valid"] & (torch.arange(len(w["valid"]), device=self.device)[:, None] < w["offset"][None, :])

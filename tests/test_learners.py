@@ -206,6 +206,28 @@ def test_rounds_run_only_the_drawn_member_unless_a_judge_or_the_uncertainty_cut_
         assert metrics["rollout/buffer_size"] > 0
 
 
+@pytest.mark.parametrize("cut_on", ["member_std", "disagreement"])
+def test_neubay_measures_and_applies_its_cut_on_the_score_it_names(cut_on, data, monkeypatch):
+    """``cut_on``: the threshold is the data's largest held-member std, or the largest elites' disagreement, and
+    the rollouts report that same score (one member per row either way)."""
+    from worldmodels.rollout import UncertaintyThreshold
+
+    ds, model = data
+    seen = {}
+    monkeypatch.setattr(model, "init_state", lambda start, generator=None, **kw: seen.update(kw) or
+                        GaussianEnsemble.init_state(model, start, generator, **kw))
+    trainer = trainer_for(make("neubay", ds, model, cut_on=cut_on), ds, replace(LOOP, truncate_quantile=1.0), model)
+    rows = torch.randperm(len(ds), generator=torch.Generator().manual_seed(LOOP.seed))[:10_000]
+    expected = UncertaintyThreshold.from_dataset(
+        model, trainer.sampler.data["obs"][rows], trainer.sampler.data["actions"][rows], 1.0,
+        generator=torch.Generator().manual_seed(LOOP.seed), held_members=cut_on == "member_std")
+    assert trainer.threshold.threshold == pytest.approx(expected.threshold)
+    seen.clear()
+    trainer.imagine()
+    assert seen["member"] is not None and seen.get("disagreement", False) is (cut_on == "disagreement")
+    with pytest.raises(ReverieError, match="agent.cut_on: expected one of member_std, disagreement, got 'spread'"):
+        make("neubay", ds, model, cut_on="spread")
+
 def test_a_critic_ensemble_evaluates_a_subset_of_its_heads_as_the_whole_would():
     """REDQ's target reads a random subset of the heads: evaluating only those gives the same numbers
     (bit for bit, in the subset's order) as evaluating every head and selecting them, for shared and per-head inputs."""

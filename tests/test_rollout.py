@@ -218,3 +218,26 @@ def test_horizon_stability_report_compares_model_and_simulator(hopper_data, tmp_
     write_report(rows, tmp_path, "header")
     assert "| 40 |" in (tmp_path / "horizon_stability.md").read_text()
     assert (tmp_path / "horizon_stability.csv").read_text().startswith("horizon,rows,")
+
+
+def test_held_members_can_be_cut_on_the_elites_disagreement(hopper_data, hopper_model):
+    """``disagreement=True``: each row still follows its held member, but the uncertainty is the elites' spread
+    (as the every-member step reports it), so a rule measured that way (NEUBAY's ``cut_on=disagreement``) cuts
+    where the authors' rule does."""
+    obs, act, model = (torch.from_numpy(hopper_data.observations[:256]), torch.from_numpy(hopper_data.actions[:256]),
+                       hopper_model)
+    member = model.sample_members(256, torch.Generator().manual_seed(0))
+    _, fast = model.step(model.init_state(obs, member=member), act, deterministic=True)
+    _, spread = model.step(model.init_state(obs, member=member, disagreement=True), act, deterministic=True)
+    _, every = model.step(model.init_state(obs), act, deterministic=True, generator=torch.Generator())
+    torch.testing.assert_close(spread.obs, fast.obs, rtol=1e-4, atol=1e-4)      # the held member's prediction
+    torch.testing.assert_close(spread.uncertainty, every.uncertainty)           # the elites' disagreement
+    assert (spread.uncertainty - fast.uncertainty).abs().max() > 1e-3           # not the member's own std
+    with pytest.raises(ValueError, match="disagreement=True is for held members"):
+        model.init_state(obs, disagreement=True)
+
+    rule = UncertaintyThreshold.from_dataset(model, obs, act, quantile=0.9)     # measured on the spread
+    policy = ActorPolicy(TanhActor(11, 3, (32, 32)), noise_std=0.1)
+    g = torch.Generator().manual_seed(3)
+    r = rollout(model, policy, obs[:64], 50, g, truncate=rule, member=model.sample_members(64, g), disagreement=True)
+    assert r.rule_cut_rows > 0 and (r.uncertainty[r.valid] <= rule.threshold).all()

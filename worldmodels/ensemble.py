@@ -216,12 +216,17 @@ class GaussianEnsemble(WorldModel):
         return self.input_norm.mean[:n], self.input_norm.std[:n]
 
     def init_state(self, start: Tensor, generator: torch.Generator | None = None, member: Tensor | None = None,
-                   drawn_only: bool = False) -> dict:
+                   drawn_only: bool = False, disagreement: bool = False) -> dict:
         """``member`` ``[B]`` holds one member per row for the whole rollout; None draws an elite each step.
         ``drawn_only``: the drawn elite alone runs (``predict_member``), for a caller that needs neither the
-        elites' disagreement nor every member's prediction; the draws, and so the rollout, are the same."""
+        elites' disagreement nor every member's prediction; the draws, and so the rollout, are the same.
+        ``disagreement``: with held members, every member still runs each step and the uncertainty is the
+        elites' disagreement rather than the held member's own std; the held member's prediction (the same to
+        rounding, from the every-member forward pass), at the every-member path's cost."""
         self.check_start(start, member)
-        return {"obs": start, "member": member, "drawn_only": drawn_only}
+        if disagreement and member is None:
+            raise ValueError("init_state: disagreement=True is for held members (member=None already reports it)")
+        return {"obs": start, "member": member, "drawn_only": drawn_only, "disagreement": disagreement}
 
     @torch.no_grad()
     def step(self, state: dict, action: Tensor, *, generator: torch.Generator | None = None,
@@ -231,17 +236,19 @@ class GaussianEnsemble(WorldModel):
         (aleatoric); otherwise every member runs, an elite is drawn per row, and
         ``uncertainty`` is the elites' disagreement (the largest distance of a member's
         mean next state from theirs), with every member's prediction in ``members``. With
-        ``drawn_only`` the elite is drawn the same way and runs alone, as a held member does."""
+        ``drawn_only`` the elite is drawn the same way and runs alone, as a held member does;
+        with ``disagreement`` a held member's row takes the every-member path, its own member's
+        prediction and the elites' disagreement."""
         obs, member = state["obs"], state["member"]
         if member is None and state.get("drawn_only"):
             member = self.sample_members(obs.shape[0], generator)
-        if member is not None:
+        if member is not None and not state.get("disagreement"):
             m, s = self.predict_member(obs, action, member)
             uncertainty, members = s[:, :-1].norm(dim=-1), None
         else:
             mean, std = self.predict(obs, action)          # [E, B, out]: all members, for the disagreement
             rows = torch.arange(obs.shape[0], device=obs.device)
-            pick = self.sample_members(obs.shape[0], generator)
+            pick = member if member is not None else self.sample_members(obs.shape[0], generator)
             m, s = mean[pick, rows], std[pick, rows]
             elite_mean = mean[self.elites, :, :-1]
             uncertainty = (elite_mean - elite_mean.mean(0)).norm(dim=-1).max(0).values

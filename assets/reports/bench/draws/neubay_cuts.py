@@ -1,0 +1,107 @@
+"""Where would a NEUBAY cell's imagined episodes end under each uncertainty cut, and do they show the fall?
+
+    python assets/reports/bench/draws/neubay_cuts.py CELL [--episodes 200] [--weights checkpoint.pt] [--seed 0]
+
+NEUBAY cuts an imagined episode where the held member's own predicted std of the next state (aleatoric) passes
+the largest it shows on the data (agents/neubay.py); the authors' code cuts by default on the ensemble's
+epistemic spread (`unc_type: epi_mean`), which ours approximates with the elites' disagreement (the largest
+distance of an elite's mean next state from theirs). This draw rolls the cell's last policy as its training does
+(an anchor's real history read first, one member held per episode) but without a cut, up to the rollout length,
+and then asks where each rule, at the cell's quantile of what the model shows on 10,000 of the data's rows, would
+have cut each episode: the kept lengths, and how many episodes would still have ended in a fall the model
+predicts (a terminal the critics learn from) rather than a cut (bootstrapped from the critics). Prints figures;
+writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from agents.sequences import SequenceBuffer
+from cells import load_cell, load_weights
+from worldmodels.rollout import StartStates, UncertaintyThreshold, rollout
+
+
+def disagreement(model, obs: torch.Tensor, act: torch.Tensor, batch: int = 20_000) -> torch.Tensor:
+    """The elites' disagreement for ``[M]`` state-action pairs (what the model's every-member step reports)."""
+    out = []
+    for i in range(0, len(obs), batch):
+        mean, _ = model.predict(obs[i:i + batch], act[i:i + batch])
+        elite = mean[model.elites, :, :-1]
+        out.append((elite - elite.mean(0)).norm(dim=-1).max(0).values)
+    return torch.cat(out) if out else torch.zeros(0)
+
+
+def first_above(score: torch.Tensor, valid: torch.Tensor, threshold: float) -> torch.Tensor:
+    """``[B]``: each episode's first step whose score passes ``threshold`` (its length where none does): the
+    number of steps a cut there keeps."""
+    above = (score > threshold) & valid
+    length = valid.sum(0)
+    return torch.where(above.any(0), above.float().argmax(0), length)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cell", type=Path)
+    ap.add_argument("--episodes", type=int, default=200)
+    ap.add_argument("--weights", default=None, help="learner.pt (default when present) or checkpoint.pt")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    name, _, loop, ds, model, learner = load_cell(args.cell)
+    if name != "neubay":
+        raise SystemExit(f"neubay_cuts.py: {args.cell}: a {name} cell (expected a neubay cell)")
+    loaded = load_weights(args.cell, learner, args.weights)
+    quantile = 1.0 if loop.truncate_quantile is None else float(loop.truncate_quantile)
+
+    # the thresholds as the trainer measures them: the quantile over up to 10,000 of the data's rows
+    rows = torch.randperm(len(ds), generator=torch.Generator().manual_seed(loop.seed))[:10_000]
+    obs_d = torch.as_tensor(ds.observations[rows.numpy()]).float()
+    act_d = torch.as_tensor(ds.actions[rows.numpy()]).float()
+    held_cut = UncertaintyThreshold.from_dataset(model, obs_d, act_d, quantile, held_members=True,
+                                                 generator=torch.Generator().manual_seed(loop.seed)).threshold
+    spread_cut = UncertaintyThreshold.from_dataset(model, obs_d, act_d, quantile,
+                                                   generator=torch.Generator().manual_seed(loop.seed)).threshold
+
+    g = torch.Generator().manual_seed(args.seed)
+    real = SequenceBuffer.from_dataset(ds)
+    anchor = real.anchors(args.episodes, g)
+    with torch.no_grad():
+        warm = learner.warm_up(real, anchor)
+        member = model.sample_members(args.episodes, g)
+        ro = rollout(model, learner.policy(warm), StartStates(real.data["obs"][anchor]), loop.rollout_length, g,
+                     member=member)
+        spread = torch.zeros_like(ro.uncertainty)
+        spread[ro.valid] = disagreement(model, ro.obs[ro.valid], ro.actions[ro.valid])
+
+    length = ro.valid.sum(0)                                      # uncut: to a fall, the horizon or a NaN guard
+    fell = (ro.terminated & ro.valid).any(0)
+    print(f"{args.cell} ({loaded}): neubay on {ds.name}, {args.episodes} imagined episodes from the data's states "
+          f"(their real history read first), one member held each, no cut, up to {loop.rollout_length} steps")
+    print(f"uncut: lengths median {int(length.median())}, mean {length.float().mean():.1f}; {int(fell.sum())} end "
+          f"in a fall the model predicts (median step {int(length[fell].median()) if fell.any() else 0}), "
+          f"{ro.nonfinite_rows} in NaN/inf")
+    print(f"cuts at quantile {quantile} of 10,000 data rows: the held member's std {held_cut:.3f} (the cell's rule), "
+          f"the elites' disagreement {spread_cut:.3f}")
+    print("| cut on | cut rows | kept length: median | mean | episodes still ending in a fall | share of kept steps "
+          "past the other rule's cut |")
+    print("|---|---:|---:|---:|---:|---:|")
+    cuts = {"held member's std (ours)": first_above(ro.uncertainty, ro.valid, held_cut),
+            "elites' disagreement": first_above(spread, ro.valid, spread_cut)}
+    for (label, at), other in zip(cuts.items(), reversed(list(cuts.values()))):
+        cut = at < length                                          # the step that passes is dropped, as in rollout()
+        kept = torch.minimum(at, length)
+        still_falls = fell & ~cut
+        beyond = (kept - torch.minimum(kept, other)).sum() / kept.sum()
+        print(f"| {label} | {int(cut.sum())} | {int(kept.median())} | {kept.float().mean():.1f} | "
+              f"{int(still_falls.sum())} of {int(fell.sum())} | {beyond:.2f} |")
+    both = np.corrcoef(ro.uncertainty[ro.valid].numpy(), spread[ro.valid].numpy())[0, 1]
+    print(f"correlation of the two scores over the {int(ro.valid.sum())} uncut steps: {both:.2f}")
+
+
+if __name__ == "__main__":
+    main()
