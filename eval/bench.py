@@ -380,9 +380,10 @@ def cells_left(cfg: DictConfig, left: list[Path], rows: list[dict]) -> str | Non
         done = (checkpoint_step(cell) or 0) / int(cfg.steps)
         hours += (1 - done) * float(np.mean(seconds[agent])) / 3600
     line = (f"{len(left)} cell{'' if len(left) == 1 else 's'} left: "
-            + ", ".join(f"{a} {n}" for a, n in sorted(count.items()))
-            + f"; about {hours:.1f} core-hours of training at the finished cells' mean wall-clock per agent "
-            "(world-model fits not counted)")
+            + ", ".join(f"{a} {n}" for a, n in sorted(count.items())))
+    if len(unknown) < len(count):                  # some agent's cells can be timed
+        line += (f"; about {hours:.1f} core-hours of training at the finished cells' mean wall-clock per agent "
+                 "(world-model fits not counted)")
     return line + (f"; no finished cell to time {', '.join(sorted(unknown))} by" if unknown else "")
 
 

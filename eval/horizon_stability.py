@@ -2,8 +2,9 @@
 
 For each horizon (5, 50, 200, 1000 by default) the same policy runs from the
 same dataset states twice: in the world model, one ensemble member held per
-row and cut where its uncertainty passes the largest it shows on its own data,
-and in the simulator, reset to those states through qpos/qvel. Reported per
+row and cut where the model's uncertainty passes the largest it shows on its own
+data, as NEUBAY cuts (``--cut-on``: the elites' disagreement by default, or the
+held member's own std), and in the simulator, reset to those states through qpos/qvel. Reported per
 horizon: the share of rows the uncertainty rule cut and the step at which it
 cut them, rows that turned NaN or inf (these must be 0), the imagined and the
 simulator return, and how well the imagined returns rank the rows.
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from agents.neubay import CUTS
 from envs.allocator import retain_freed_memory
 from envs.atomic_io import write_text
 from eval.threads import add_threads_argument, resolve_threads
@@ -40,14 +42,21 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
+CUT_TEXT = {"disagreement": "the elites' disagreement", "member_std": "the held member's own std"}
+
+
 def horizon_rows(model, ds, actor, horizons=HORIZONS, rows: int = 200, seed: int = 0,
-                 quantile: float = 1.0) -> list[dict]:
-    """One row of figures per horizon; the start states, members and model noise are the same for all."""
+                 quantile: float = 1.0, cut_on: str = "disagreement") -> list[dict]:
+    """One row of figures per horizon; the start states, members and model noise are the same for all.
+    ``cut_on`` is NEUBAY's: the elites' disagreement or the held member's own std (``member_std``)."""
+    if cut_on not in CUTS:
+        raise ValueError(f"cut_on: expected one of {', '.join(CUTS)}, got {cut_on!r}")
     g = torch.Generator().manual_seed(seed)
     obs_all, act_all = torch.from_numpy(ds.observations), torch.from_numpy(ds.actions)
     sample = torch.randperm(len(ds), generator=g)[:10_000]
+    held = cut_on == "member_std"
     rule = UncertaintyThreshold.from_dataset(model, obs_all[sample], act_all[sample], quantile,
-                                             generator=torch.Generator().manual_seed(seed), held_members=True)
+                                             generator=torch.Generator().manual_seed(seed), held_members=held)
     index = np.sort(torch.randperm(len(ds), generator=g)[:rows].numpy())
     start = StartStates.from_dataset(ds, index)
     member = model.sample_members(rows, g)
@@ -56,7 +65,7 @@ def horizon_rows(model, ds, actor, horizons=HORIZONS, rows: int = 200, seed: int
     for h in horizons:
         t0 = time.perf_counter()
         imagined = rollout(model, policy, start, h, torch.Generator().manual_seed(seed + 1), truncate=rule,
-                           deterministic=True, member=member)
+                           deterministic=True, member=member, **({} if held else {"disagreement": True}))
         t1 = time.perf_counter()
         real = rollout(SimulatorSource(ds.task, rows), policy, start, h, torch.Generator(), deterministic=True)
         cut = imagined.truncated.any(0) & (imagined.lengths() < h) & ~imagined.terminated.any(0)
@@ -110,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=None, help="a saved world model (e.g. a NEUBAY run's world_model.pt) "
                     "instead of fitting one with --members/--elites/--max-epochs")
     ap.add_argument("--horizons", default=",".join(map(str, HORIZONS)))
+    ap.add_argument("--cut-on", choices=CUTS, default="disagreement",
+                    help="what the cut reads, as NEUBAY's agent.cut_on (default: the elites' disagreement)")
     ap.add_argument("--seed", type=int, default=0)
     add_threads_argument(ap)
     ap.add_argument("--out", default="assets/reports/horizon")
@@ -129,12 +140,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"world model ({args.members} members, LayerNorm): {fit_took(reused, time.perf_counter() - t0, metrics)}",
               file=sys.stderr)
     actor, _ = load_policy(load_zoo(ds.task).role(args.policy).path)
-    rows = horizon_rows(model, ds, actor, tuple(int(h) for h in args.horizons.split(",")), args.rows, args.seed)
+    rows = horizon_rows(model, ds, actor, tuple(int(h) for h in args.horizons.split(",")), args.rows, args.seed,
+                        cut_on=args.cut_on)
     command = "python -m eval.horizon_stability " + " ".join(argv if argv is not None else sys.argv[1:])
     header = (f"Dataset {ds.name} ({len(ds):,} transitions); policy: the zoo's {args.policy} snapshot, acting "
               f"deterministically; {args.rows} start states from the dataset; world model: {args.members}-member "
-              f"{'LayerNorm ' if getattr(model.cfg, 'layer_norm', False) else ''}ensemble, one of its {args.elites} elites held per row; cut where the held member's "
-              f"uncertainty passes its maximum on the data. Seed {args.seed}. Command: `{command}`")
+              f"{'LayerNorm ' if getattr(model.cfg, 'layer_norm', False) else ''}ensemble, one of its {args.elites} elites held per row; cut where "
+              f"{CUT_TEXT[args.cut_on]} passes its maximum on the data. Seed {args.seed}. Command: `{command}`")
     write_report(rows, Path(args.out), header)
     print(Path(args.out, "horizon_stability.md").read_text())
     return 0

@@ -141,6 +141,8 @@ def test_a_ledger_keeps_finished_cells_when_the_grid_folder_is_lost(tmp_path):
         "per agent (world-model fits not counted); no finished cell to time td3bc by")
     assert cells_left(cfg, sorted(unfinished(cfg))[:1], [mopo_hour]).startswith(
         "1 cell left: mopo 1; about 0.6 core-hours")
+    assert cells_left(cfg, sorted(unfinished(cfg))[1:], [mopo_hour]) == (   # no hours where nothing can be timed
+        "2 cells left: td3bc 2; no finished cell to time td3bc by")
     shutil.rmtree(running)
 
     # a cell finished in the grid folder joins the ledger; the tables read both, this budget only

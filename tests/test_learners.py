@@ -225,7 +225,7 @@ def test_neubay_measures_and_applies_its_cut_on_the_score_it_names(cut_on, data,
     seen.clear()
     trainer.imagine()
     assert seen["member"] is not None and seen.get("disagreement", False) is (cut_on == "disagreement")
-    with pytest.raises(ReverieError, match="agent.cut_on: expected one of member_std, disagreement, got 'spread'"):
+    with pytest.raises(ReverieError, match="agent.cut_on: expected one of disagreement, member_std, got 'spread'"):
         make("neubay", ds, model, cut_on="spread")
 
 def test_a_critic_ensemble_evaluates_a_subset_of_its_heads_as_the_whole_would():

@@ -215,6 +215,10 @@ def test_horizon_stability_report_compares_model_and_simulator(hopper_data, tmp_
         assert r["nonfinite_rows"] == 0 and 0.0 <= r["cut_share"] <= 1.0
         assert 0 < r["imagined_length_mean"] <= r["horizon"] and 0 < r["simulator_length_mean"] <= r["horizon"]
     assert rows[1]["simulator_return_mean"] >= rows[0]["simulator_return_mean"] - 1e-6   # longer runs collect more
+    held = horizon_rows(model, hopper_data, TanhActor(11, 3, (32, 32)), horizons=(40,), rows=16, cut_on="member_std")
+    assert held[0]["uncertainty_threshold"] != rows[1]["uncertainty_threshold"]   # another score, another cut
+    with pytest.raises(ValueError, match="cut_on: expected one of disagreement, member_std, got 'spread'"):
+        horizon_rows(model, hopper_data, TanhActor(11, 3, (32, 32)), horizons=(5,), rows=4, cut_on="spread")
     write_report(rows, tmp_path, "header")
     assert "| 40 |" in (tmp_path / "horizon_stability.md").read_text()
     assert (tmp_path / "horizon_stability.csv").read_text().startswith("horizon,rows,")

@@ -2,10 +2,10 @@
 
     python assets/reports/bench/draws/neubay_cuts.py CELL [--episodes 200] [--weights checkpoint.pt] [--seed 0]
 
-NEUBAY cuts an imagined episode where the held member's own predicted std of the next state (aleatoric) passes
-the largest it shows on the data (agents/neubay.py); the authors' code cuts by default on the ensemble's
-epistemic spread (`unc_type: epi_mean`), which ours approximates with the elites' disagreement (the largest
-distance of an elite's mean next state from theirs). This draw rolls the cell's last policy as its training does
+NEUBAY cuts an imagined episode where the model's uncertainty passes the largest it shows on the data
+(agents/neubay.py), read as the elites' disagreement (the largest distance of an elite's mean next state from
+theirs; ``agent.cut_on=disagreement``, the default, as the authors' `unc_type: epi_mean`) or as the held member's
+own predicted std of the next state (``cut_on=member_std``, the default before session 45). This draw rolls the cell's last policy as its training does
 (an anchor's real history read first, one member held per episode) but without a cut, up to the rollout length,
 and then asks where each rule, at the cell's quantile of what the model shows on 10,000 of the data's rows, would
 have cut each episode: the kept lengths, and how many episodes would still have ended in a fall the model
@@ -85,13 +85,13 @@ def main() -> None:
     print(f"uncut: lengths median {int(length.median())}, mean {length.float().mean():.1f}; {int(fell.sum())} end "
           f"in a fall the model predicts (median step {int(length[fell].median()) if fell.any() else 0}), "
           f"{ro.nonfinite_rows} in NaN/inf")
-    print(f"cuts at quantile {quantile} of 10,000 data rows: the held member's std {held_cut:.3f} (the cell's rule), "
-          f"the elites' disagreement {spread_cut:.3f}")
+    print(f"cuts at quantile {quantile} of 10,000 data rows: the held member's std {held_cut:.3f}, "
+          f"the elites' disagreement {spread_cut:.3f}; this cell trained with cut_on={learner.cfg.cut_on}")
     print("| cut on | cut rows | kept length: median | mean | episodes still ending in a fall | share of kept steps "
           "past the other rule's cut |")
     print("|---|---:|---:|---:|---:|---:|")
-    cuts = {"held member's std (ours)": first_above(ro.uncertainty, ro.valid, held_cut),
-            "elites' disagreement": first_above(spread, ro.valid, spread_cut)}
+    cuts = {"held member's std (member_std)": first_above(ro.uncertainty, ro.valid, held_cut),
+            "elites' disagreement (disagreement)": first_above(spread, ro.valid, spread_cut)}
     for (label, at), other in zip(cuts.items(), reversed(list(cuts.values()))):
         cut = at < length                                          # the step that passes is dropped, as in rollout()
         kept = torch.minimum(at, length)
