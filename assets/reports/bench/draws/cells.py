@@ -3,6 +3,7 @@ and the config a `reverie train` command would compose, for the draws that build
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import torch
@@ -55,6 +56,22 @@ def load_weights(cell: Path, learner, weights: str | None = None) -> str:
     learner.load_state_dict(blob)
     return "learner.pt, final"
 
+
+
+def cell_parser(doc: str) -> argparse.ArgumentParser:
+    """A draw's command line: the CELL folder and ``--weights``; the draw adds its own options."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cell", type=Path)
+    ap.add_argument("--weights", default=None, help="learner.pt (default when present) or checkpoint.pt")
+    return ap
+
+
+def open_cell(args: argparse.Namespace):
+    """``(name, values, loop, ds, model, learner, loaded)``: ``args.cell`` rebuilt with its ``--weights`` loaded
+    (``loaded`` says which, for the printout), torch on one thread."""
+    torch.set_num_threads(1)
+    name, values, loop, ds, model, learner = load_cell(args.cell)
+    return name, values, loop, ds, model, learner, load_weights(args.cell, learner, args.weights)
 
 class Acting:
     """A cell's policy acting deterministically step by step on ``n`` rows, as the evaluation runs it: through

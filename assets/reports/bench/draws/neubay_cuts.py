@@ -15,14 +15,12 @@ writes nothing.
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from agents.sequences import SequenceBuffer
-from cells import load_cell, load_weights
+from cells import cell_parser, open_cell
 from worldmodels.rollout import StartStates, UncertaintyThreshold, rollout
 
 
@@ -45,17 +43,13 @@ def first_above(score: torch.Tensor, valid: torch.Tensor, threshold: float) -> t
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cell", type=Path)
+    ap = cell_parser(__doc__)
     ap.add_argument("--episodes", type=int, default=200)
-    ap.add_argument("--weights", default=None, help="learner.pt (default when present) or checkpoint.pt")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    torch.set_num_threads(1)
-    name, _, loop, ds, model, learner = load_cell(args.cell)
+    name, _, loop, ds, model, learner, loaded = open_cell(args)
     if name != "neubay":
         raise SystemExit(f"neubay_cuts.py: {args.cell}: a {name} cell (expected a neubay cell)")
-    loaded = load_weights(args.cell, learner, args.weights)
     quantile = 1.0 if loop.truncate_quantile is None else float(loop.truncate_quantile)
 
     # the thresholds as the trainer measures them: the quantile over up to 10,000 of the data's rows

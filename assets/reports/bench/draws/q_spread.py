@@ -14,25 +14,19 @@ Prints figures; writes nothing.
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
 
 import torch
 
 from agents.mopo import uncertainty
-from cells import load_cell, load_weights
+from cells import cell_parser, open_cell
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cell", type=Path)
-    ap.add_argument("--weights", default=None, help="learner.pt (default when present) or checkpoint.pt")
+    ap = cell_parser(__doc__)
     ap.add_argument("--states", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    torch.set_num_threads(1)
-    name, _, _, ds, model, learner = load_cell(args.cell)
-    loaded = load_weights(args.cell, learner, args.weights)
+    name, _, _, ds, model, learner, loaded = open_cell(args)
     if not hasattr(learner, "critic"):
         raise SystemExit(f"q_spread.py: {args.cell}: {name} has no critic ensemble")
     if hasattr(learner, "policy"):

@@ -15,29 +15,23 @@ reset or the dataset state, as the evaluation starts it.
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from cells import Acting, load_cell, load_weights
+from cells import Acting, cell_parser, open_cell
 from envs.simulator import SimulatorBatch
 from envs.tasks import get_task
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cell", type=Path)
+    ap = cell_parser(__doc__)
     ap.add_argument("--resets", type=int, default=5)
     ap.add_argument("--states", type=int, default=20)
     ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--weights", default=None, help="learner.pt (default when present) or checkpoint.pt")
     ap.add_argument("--show", type=int, default=10, help="steps printed from the resets")
     args = ap.parse_args()
-    torch.set_num_threads(1)
-    name, values, _, ds, model, learner = load_cell(args.cell)
-    loaded = load_weights(args.cell, learner, args.weights)
+    name, values, _, ds, model, learner, loaded = open_cell(args)
     task = get_task(ds.task)
     print(f"{args.cell} ({loaded}): {name} on {ds.name} ({', '.join(f'{k}={v}' for k, v in values.items() if 'penalty' in k)})")
 

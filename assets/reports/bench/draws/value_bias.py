@@ -16,13 +16,11 @@ bonus the stochastic policy earns, which the line with α bounds. Prints figures
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from cells import Acting, load_cell, load_weights
+from cells import Acting, cell_parser, open_cell
 from envs.simulator import SimulatorBatch
 from envs.tasks import get_task
 
@@ -49,15 +47,11 @@ def critic_values(learner, obs: torch.Tensor, act: torch.Tensor, rew: torch.Tens
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cell", type=Path)
+    ap = cell_parser(__doc__)
     ap.add_argument("--resets", type=int, default=10)
     ap.add_argument("--every", type=int, default=None, help="print every this many steps (default: about ten rows)")
-    ap.add_argument("--weights", default=None, help="learner.pt (default when present) or checkpoint.pt")
     args = ap.parse_args()
-    torch.set_num_threads(1)
-    name, _, _, ds, model, learner = load_cell(args.cell)
-    loaded = load_weights(args.cell, learner, args.weights)
+    name, _, _, ds, model, learner, loaded = open_cell(args)
     if not hasattr(learner, "critic"):
         raise SystemExit(f"value_bias.py: {args.cell}: {name} has no critics (expected a SAC-family cell or neubay)")
     gamma = float(learner.cfg.gamma)
