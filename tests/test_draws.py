@@ -14,11 +14,10 @@ import torch
 from agents.neubay import NEUBAY, NEUBAYConfig
 from agents.sac import SAC, SACConfig
 from agents.training import acting_policy, run_episodes
-from envs.simulator import SimulatorBatch
 from envs.tasks import get_task
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "assets" / "reports" / "bench" / "draws"))
-from cells import Acting  # noqa: E402
+from cells import Acting, record_episodes  # noqa: E402
 from value_bias import critic_values, discounted_returns  # noqa: E402
 
 HOPPER = get_task("hopper")
@@ -29,31 +28,16 @@ def small_neubay(seed: int = 0) -> NEUBAY:
     return NEUBAY(HOPPER.obs_dim, HOPPER.act_dim, NEUBAYConfig(hidden=(32,), rnn_hidden=16, critics=3))
 
 
-def play(learner, episodes: int, seed: int) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
-    """Whole simulator episodes driven through ``Acting``: their returns, and the steps seen ``[T, n]``."""
-    sim = SimulatorBatch(HOPPER, episodes)
-    obs = sim.reset(seed + np.arange(episodes))
-    policy, alive, returns = Acting(learner, episodes), np.ones(episodes, bool), np.zeros(episodes)
-    seen = {"obs": [], "actions": [], "rewards": []}
-    with torch.no_grad():
-        while alive.any():
-            o = torch.from_numpy(obs).float()
-            act = policy(o)
-            obs, rew, term, trunc = sim.step(act.numpy())
-            policy.observe(rew)
-            seen["obs"].append(o), seen["actions"].append(act), seen["rewards"].append(torch.from_numpy(rew).float())
-            returns += rew * alive
-            alive &= ~(term | trunc)
-    sim.close()
-    return returns, {k: torch.stack(v) for k, v in seen.items()}
-
-
 @pytest.mark.parametrize("make", [small_neubay, lambda: SAC(HOPPER.obs_dim, HOPPER.act_dim, SACConfig(hidden=(32,)))],
                          ids=["neubay", "sac"])
 def test_acting_drives_a_policy_as_the_evaluation_does(make):
     learner = make()
-    returns, _ = play(learner, episodes=3, seed=10_000)
-    np.testing.assert_allclose(returns, run_episodes("hopper", acting_policy(learner), 3, seed=10_000), rtol=1e-6)
+    ep = record_episodes(learner, HOPPER, 3, seed=10_000)
+    np.testing.assert_allclose(ep["rewards"].sum(0), run_episodes("hopper", acting_policy(learner), 3, seed=10_000),
+                               rtol=1e-6)
+    lengths = ep["running"].sum(0)
+    assert (ep["terminated"] == (lengths < HOPPER.max_episode_steps)).all()    # a short episode is a fall here
+    assert (ep["rewards"][~ep["running"]] == 0).all()                  # nothing counted past an episode's end
 
 
 def test_acting_carries_neubays_history_rather_than_starting_it_afresh_each_step():
@@ -71,9 +55,9 @@ def test_acting_carries_neubays_history_rather_than_starting_it_afresh_each_step
 
 def test_neubays_critics_read_an_episode_as_its_update_reads_a_window():
     learner = small_neubay(1)
-    _, seen = play(learner, episodes=2, seed=10_000)
-    T, n = seen["rewards"].shape
-    obs, act, rew = seen["obs"], seen["actions"], seen["rewards"]
+    ep = record_episodes(learner, HOPPER, 2, seed=10_000)
+    T, n = ep["rewards"].shape
+    obs, act, rew = ep["obs"], ep["actions"], torch.from_numpy(ep["rewards"]).float()
     window = {"obs": obs, "next_obs": torch.cat([obs[1:], obs[-1:]]), "actions": act, "rewards": rew,
               "prev_actions": torch.zeros(n, HOPPER.act_dim), "prev_rewards": torch.zeros(n)}
     with torch.no_grad():

@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
 import torch
 from omegaconf import OmegaConf
 
 from agents.data import TransitionSampler
 from agents.registry import build_agent
 from agents.training import acting_policy
+from envs.simulator import SimulatorBatch
 from envs.sources import load_source
 from eval.cli import COMMANDS, _compose, _dataset_key, agent_world_model, train_configs
 from worldmodels.registry import load_world_model
@@ -57,7 +59,6 @@ def load_weights(cell: Path, learner, weights: str | None = None) -> str:
     return "learner.pt, final"
 
 
-
 def cell_parser(doc: str) -> argparse.ArgumentParser:
     """A draw's command line: the CELL folder and ``--weights``; the draw adds its own options."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -72,6 +73,7 @@ def open_cell(args: argparse.Namespace):
     torch.set_num_threads(1)
     name, values, loop, ds, model, learner = load_cell(args.cell)
     return name, values, loop, ds, model, learner, load_weights(args.cell, learner, args.weights)
+
 
 class Acting:
     """A cell's policy acting deterministically step by step on ``n`` rows, as the evaluation runs it: through
@@ -93,3 +95,30 @@ class Acting:
 
     def observe(self, reward) -> None:
         self.prev_reward = torch.as_tensor(reward, dtype=torch.float32)
+
+
+def record_episodes(learner, task, n: int, seed: int = 10_000) -> dict:
+    """``n`` whole simulator episodes from the resets ``seed``.. (the evaluation's seeds), the policy acting through
+    ``Acting``: per step ``[T, n]``, the tensors ``obs`` and ``actions``, the arrays ``rewards`` (float64, as the
+    simulator gives them; 0 once a row's episode has ended) and ``running`` (the step was in its episode), and per
+    episode ``terminated`` (it ended in a fall)."""
+    sim = SimulatorBatch(task, n)
+    obs = sim.reset(seed + np.arange(n))
+    policy = Acting(learner, n)
+    alive, terminated = np.ones(n, bool), np.zeros(n, bool)
+    seen = {"obs": [], "actions": [], "rewards": [], "running": []}
+    with torch.no_grad():
+        for _ in range(task.max_episode_steps):
+            o = torch.from_numpy(obs).float()
+            act = policy(o)
+            obs, rew, term, trunc = sim.step(act.numpy())
+            policy.observe(rew)
+            seen["obs"].append(o), seen["actions"].append(act), seen["running"].append(alive.copy())
+            seen["rewards"].append(np.where(alive, rew, 0.0))
+            terminated |= alive & term
+            alive &= ~(term | trunc)
+            if not alive.any():
+                break
+    sim.close()
+    return {"obs": torch.stack(seen["obs"]), "actions": torch.stack(seen["actions"]),
+            "rewards": np.stack(seen["rewards"]), "running": np.stack(seen["running"]), "terminated": terminated}

@@ -25,12 +25,10 @@ from worldmodels.rollout import StartStates, UncertaintyThreshold, rollout
 
 
 def disagreement(model, obs: torch.Tensor, act: torch.Tensor, batch: int = 20_000) -> torch.Tensor:
-    """The elites' disagreement for ``[M]`` state-action pairs (what the model's every-member step reports)."""
-    out = []
-    for i in range(0, len(obs), batch):
-        mean, _ = model.predict(obs[i:i + batch], act[i:i + batch])
-        elite = mean[model.elites, :, :-1]
-        out.append((elite - elite.mean(0)).norm(dim=-1).max(0).values)
+    """The elites' disagreement for ``[M]`` state-action pairs: the uncertainty the model's every-member step
+    reports (its mean prediction; no member is drawn for the score)."""
+    out = [model.step(model.init_state(obs[i:i + batch]), act[i:i + batch], deterministic=True,
+                      generator=torch.Generator())[1].uncertainty for i in range(0, len(obs), batch)]
     return torch.cat(out) if out else torch.zeros(0)
 
 

@@ -20,8 +20,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from cells import Acting, cell_parser, open_cell
-from envs.simulator import SimulatorBatch
+from cells import cell_parser, open_cell, record_episodes
 from envs.tasks import get_task
 
 
@@ -57,28 +56,10 @@ def main() -> None:
     gamma = float(learner.cfg.gamma)
     task, n = get_task(ds.task), args.resets
 
-    sim = SimulatorBatch(task, n)
-    obs = sim.reset(10_000 + np.arange(n))
-    policy = Acting(learner, n)
-    alive, terminated = np.ones(n, bool), np.zeros(n, bool)
-    seen_obs, seen_act, seen_rew, seen_alive = [], [], [], []
+    ep = record_episodes(learner, task, n)
+    running, terminated, rewards = ep["running"], ep["terminated"], ep["rewards"]           # [T, n], [n], [T, n]
     with torch.no_grad():
-        for _ in range(task.max_episode_steps):
-            o = torch.from_numpy(obs).float()
-            act = policy(o)
-            obs, rew, term, trunc = sim.step(act.numpy())
-            policy.observe(rew)
-            seen_obs.append(o), seen_act.append(act), seen_alive.append(alive.copy())
-            seen_rew.append(np.where(alive, rew, 0.0))
-            terminated |= alive & term
-            alive &= ~(term | trunc)
-            if not alive.any():
-                break
-        sim.close()
-        running = np.stack(seen_alive)                                          # [T, n]
-        rewards = np.stack(seen_rew)
-        q = critic_values(learner, torch.stack(seen_obs), torch.stack(seen_act),
-                          torch.from_numpy(rewards).float()).numpy()            # [heads, T, n]
+        q = critic_values(learner, ep["obs"], ep["actions"], torch.from_numpy(rewards).float()).numpy()  # [heads, T, n]
     returns = discounted_returns(rewards, gamma)
     q_mean, q_min = q.mean(0), q.min(0)
 
