@@ -113,23 +113,41 @@ LOOP_KEYS = ("rollout_length", "real_ratio", "rollout_batch", "rollout_every", "
              "episode_start_share")
 
 
+class Acting:
+    """A policy (the rollout engine's ``Policy``) acting deterministically on ``n`` rows, step by step: a
+    history-dependent one (NEUBAY's GRU) carries its reading of the (observation, previous action, previous
+    reward) history from step to step, from an empty history at the first. Call it with the observations, then
+    ``observe`` the rewards they earned. The evaluation and the bench's draws step every policy through this."""
+
+    def __init__(self, policy, n: int, device: str | torch.device = "cpu"):
+        self.policy, self.device = policy, torch.device(device)
+        self.state = policy.initial_state(n)
+        self.first = torch.ones(n, dtype=torch.bool, device=self.device)
+        self.prev_reward = torch.zeros(n, device=self.device)
+
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        self.state, act = self.policy.act(self.state, obs.to(self.device), self.first, deterministic=True,
+                                          prev_reward=self.prev_reward)
+        self.first = torch.zeros_like(self.first)
+        return act
+
+    def observe(self, reward) -> None:
+        self.prev_reward = torch.as_tensor(reward, dtype=torch.float32).to(self.device)
+
+
 def run_episodes(task: str, policy, episodes: int, seed: int, device: str | torch.device = "cpu") -> np.ndarray:
     """Returns of ``episodes`` simulator episodes of a (possibly history-dependent) policy acting
     deterministically, run side by side; deterministic for a seed."""
     sim = SimulatorBatch(get_task(task), episodes)
     obs = sim.reset(seed + np.arange(episodes))
-    state = policy.initial_state(episodes)
-    first = torch.ones(episodes, dtype=torch.bool, device=device)
-    prev_reward = torch.zeros(episodes, device=device)
+    acting = Acting(policy, episodes, device)
     returns, alive = np.zeros(episodes), np.ones(episodes, dtype=bool)
     while alive.any():
-        state, act = policy.act(state, torch.from_numpy(obs).float().to(device), first, deterministic=True,
-                                prev_reward=prev_reward)
+        act = acting(torch.from_numpy(obs).float())
         obs, rew, term, trunc = sim.step(act.cpu().numpy())   # finished rows keep stepping but stop counting
         returns += rew * alive
         alive &= ~(term | trunc)
-        first = torch.zeros_like(first)
-        prev_reward = torch.from_numpy(rew).float().to(device)
+        acting.observe(rew)
     sim.close()
     return returns
 
@@ -169,11 +187,8 @@ class Trainer:
 
     def make_threshold(self, quantile: float, held_members: bool = False) -> UncertaintyThreshold:
         """The uncertainty cut: a quantile of what the model shows on (up to 10,000 of) its own data."""
-        idx = torch.randperm(len(self.ds), generator=torch.Generator().manual_seed(self.cfg.seed))[:10_000]
-        idx = idx.to(self.device)
-        return UncertaintyThreshold.from_dataset(
-            self.model, self.sampler.data["obs"][idx], self.sampler.data["actions"][idx], quantile,
-            generator=torch.Generator(self.device).manual_seed(self.cfg.seed), held_members=held_members)
+        return UncertaintyThreshold.on_data(self.model, self.sampler.data["obs"], self.sampler.data["actions"],
+                                            quantile, seed=self.cfg.seed, held_members=held_members)
 
     def start_rows(self) -> torch.Tensor:
         """A rollout round's start rows: uniform over the dataset, but for ``episode_start_share`` of them drawn

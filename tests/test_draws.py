@@ -17,7 +17,7 @@ from agents.training import acting_policy, run_episodes
 from envs.tasks import get_task
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "assets" / "reports" / "bench" / "draws"))
-from cells import Acting, record_episodes  # noqa: E402
+from cells import acting, record_episodes  # noqa: E402
 from value_bias import critic_values, discounted_returns  # noqa: E402
 
 HOPPER = get_task("hopper")
@@ -46,7 +46,7 @@ def test_acting_carries_neubays_history_rather_than_starting_it_afresh_each_step
         for p in learner.actor_encoder.parameters():
             p.mul_(20.0)
     obs = torch.randn(4, HOPPER.obs_dim)
-    policy = Acting(learner, 4)
+    policy = acting(learner, 4)
     first = policy(obs)
     policy.observe(torch.ones(4))
     assert not torch.allclose(policy(obs), first, atol=1e-4)          # same observation, longer history

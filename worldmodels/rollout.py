@@ -133,6 +133,15 @@ class UncertaintyThreshold:
             scores.append(out.uncertainty)
         return cls(torch.quantile(torch.cat(scores).float(), quantile).item())
 
+    @classmethod
+    def on_data(cls, model, obs: Tensor, act: Tensor, quantile: float = 1.0, seed: int = 0,
+                held_members: bool = False, rows: int = 10_000) -> "UncertaintyThreshold":
+        """``from_dataset`` on up to ``rows`` of the data's state-action pairs, drawn (and the members held on
+        them) from ``seed``: the cut a training run with that seed measures, rebuilt the same by any caller."""
+        pick = torch.randperm(len(obs), generator=torch.Generator().manual_seed(seed))[:rows].to(obs.device)
+        return cls.from_dataset(model, obs[pick], act[pick], quantile, held_members=held_members,
+                                generator=torch.Generator(obs.device).manual_seed(seed))
+
     def exceeds(self, uncertainty: Tensor) -> Tensor:
         return uncertainty > self.threshold
 

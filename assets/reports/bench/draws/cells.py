@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from agents.data import TransitionSampler
 from agents.registry import build_agent
-from agents.training import acting_policy
+from agents.training import Acting, acting_policy
 from envs.simulator import SimulatorBatch
 from envs.sources import load_source
 from eval.cli import COMMANDS, _compose, _dataset_key, agent_world_model, train_configs
@@ -75,36 +75,21 @@ def open_cell(args: argparse.Namespace):
     return name, values, loop, ds, model, learner, load_weights(args.cell, learner, args.weights)
 
 
-class Acting:
-    """A cell's policy acting deterministically step by step on ``n`` rows, as the evaluation runs it: through
-    the learner's ``Policy`` (``agents.training.acting_policy``), so a history-dependent agent (NEUBAY's GRU)
-    carries its reading of the (observation, previous action, previous reward) history from step to step, from
-    an empty history at the first step. Call it with the observations, then ``observe`` the rewards they earned."""
-
-    def __init__(self, learner, n: int):
-        self.policy = acting_policy(learner)
-        self.state = self.policy.initial_state(n)
-        self.first = torch.ones(n, dtype=torch.bool)
-        self.prev_reward = torch.zeros(n)
-
-    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
-        self.state, act = self.policy.act(self.state, obs, self.first, deterministic=True,
-                                          prev_reward=self.prev_reward)
-        self.first = torch.zeros_like(self.first)
-        return act
-
-    def observe(self, reward) -> None:
-        self.prev_reward = torch.as_tensor(reward, dtype=torch.float32)
+def acting(learner, n: int) -> Acting:
+    """A cell's policy acting deterministically on ``n`` rows as the evaluation runs it: through the learner's
+    ``Policy`` (``acting_policy``) and ``agents.training.Acting``, the evaluation's own stepper, so a
+    history-dependent agent (NEUBAY's GRU) carries its history from step to step."""
+    return Acting(acting_policy(learner), n)
 
 
 def record_episodes(learner, task, n: int, seed: int = 10_000) -> dict:
     """``n`` whole simulator episodes from the resets ``seed``.. (the evaluation's seeds), the policy acting through
-    ``Acting``: per step ``[T, n]``, the tensors ``obs`` and ``actions``, the arrays ``rewards`` (float64, as the
+    ``acting``: per step ``[T, n]``, the tensors ``obs`` and ``actions``, the arrays ``rewards`` (float64, as the
     simulator gives them; 0 once a row's episode has ended) and ``running`` (the step was in its episode), and per
     episode ``terminated`` (it ended in a fall)."""
     sim = SimulatorBatch(task, n)
     obs = sim.reset(seed + np.arange(n))
-    policy = Acting(learner, n)
+    policy = acting(learner, n)
     alive, terminated = np.ones(n, bool), np.zeros(n, bool)
     seen = {"obs": [], "actions": [], "rewards": [], "running": []}
     with torch.no_grad():

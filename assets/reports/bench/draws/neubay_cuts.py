@@ -50,14 +50,10 @@ def main() -> None:
         raise SystemExit(f"neubay_cuts.py: {args.cell}: a {name} cell (expected a neubay cell)")
     quantile = 1.0 if loop.truncate_quantile is None else float(loop.truncate_quantile)
 
-    # the thresholds as the trainer measures them: the quantile over up to 10,000 of the data's rows
-    rows = torch.randperm(len(ds), generator=torch.Generator().manual_seed(loop.seed))[:10_000]
-    obs_d = torch.as_tensor(ds.observations[rows.numpy()]).float()
-    act_d = torch.as_tensor(ds.actions[rows.numpy()]).float()
-    held_cut = UncertaintyThreshold.from_dataset(model, obs_d, act_d, quantile, held_members=True,
-                                                 generator=torch.Generator().manual_seed(loop.seed)).threshold
-    spread_cut = UncertaintyThreshold.from_dataset(model, obs_d, act_d, quantile,
-                                                   generator=torch.Generator().manual_seed(loop.seed)).threshold
+    # the thresholds as the trainer measures them (Trainer.make_threshold): the quantile over up to 10,000 data rows
+    obs_d, act_d = torch.from_numpy(ds.observations).float(), torch.from_numpy(ds.actions).float()
+    held_cut, spread_cut = (UncertaintyThreshold.on_data(model, obs_d, act_d, quantile, seed=loop.seed,
+                                                         held_members=held).threshold for held in (True, False))
 
     g = torch.Generator().manual_seed(args.seed)
     real = SequenceBuffer.from_dataset(ds)

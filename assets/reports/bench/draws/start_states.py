@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from cells import Acting, cell_parser, open_cell
+from cells import acting, cell_parser, open_cell
 from envs.simulator import SimulatorBatch
 from envs.tasks import get_task
 
@@ -41,7 +41,7 @@ def main() -> None:
     imagined = torch.from_numpy(real).float()
     alive, returns, g = np.ones(n, bool), np.zeros(n), torch.Generator().manual_seed(0)
     lengths = np.zeros(n, int)
-    policy_real, policy_model = Acting(learner, n), Acting(learner, n)
+    policy_real, policy_model = acting(learner, n), acting(learner, n)
     fmt = lambda x: " ".join(f"{v:5.2f}" for v in np.asarray(x))   # noqa: E731
     print(f"from {n} resets: step | simulator height, angle | model height, angle, reward")
     for t in range(task.max_episode_steps):
@@ -70,7 +70,7 @@ def main() -> None:
     sim = SimulatorBatch(task, args.states)
     obs = sim.reset_to(ds.qpos[idx], ds.qvel[idx])
     alive, total, steps = np.ones(args.states, bool), 0.0, np.zeros(args.states, int)
-    policy = Acting(learner, args.states)
+    policy = acting(learner, args.states)
     for _ in range(args.steps):
         obs, rew, term, trunc = sim.step(policy(torch.from_numpy(obs).float()).numpy())
         policy.observe(rew)

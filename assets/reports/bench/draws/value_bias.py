@@ -3,7 +3,7 @@
     python assets/reports/bench/draws/value_bias.py CELL [--resets 10] [--weights checkpoint.pt]
 
 From ``--resets`` simulator resets (the evaluation's seeds, 10000 on) the policy acts deterministically, as the
-evaluation runs it (a history-dependent policy reads its history from an empty one, cells.Acting). At every step
+evaluation runs it (a history-dependent policy reads its history from an empty one, cells.acting). At every step
 of those episodes the critics score the state and the action taken (NEUBAY's read the same history through their
 own encoder), beside the discounted return the episode went on to earn from there, at the learner's γ. Printed
 per step (about ten rows, or every ``--every``th step): the critics' mean over heads and their minimum (what a
