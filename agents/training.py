@@ -12,13 +12,20 @@ Everything random comes from one ``torch.Generator``. A checkpoint holds the
 learner (weights and optimisers), the model buffer, the generator and the step,
 so a run killed at any point and resumed from its last checkpoint ends with
 the same weights as one that never stopped (on the CPU, same thread count).
+Asked to stop (SIGTERM, as a scheduler, ``reverie bench``'s parent or a machine
+going down sends it, or Ctrl-C), the loop finishes the update it is in, saves a
+checkpoint there and raises ``Stopped``, so nothing since the last periodic
+checkpoint is lost; a second signal acts at once, as it would have without.
 The periodic simulator evaluation uses its own seeds and draws nothing from
 the training generator.
 """
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -29,7 +36,7 @@ import torch
 from agents.data import TransitionSampler, mix
 from agents.networks import check_precision, resolve_precision, update_precision
 from envs.atomic_io import atomic_path, write_json
-from envs.errors import ReverieError
+from envs.errors import ReverieError, Stopped
 from envs.simulator import SimulatorBatch
 from envs.tasks import get_task, normalized_score
 from worldmodels.rollout import ModelReplayBuffer, StartStates, UncertaintyThreshold, rollout
@@ -160,6 +167,30 @@ def evaluate(learner, task: str, episodes: int, seed: int, device: str | torch.d
             "normalized_score": float(np.mean(scores)), "normalized_std": float(np.std(scores))}
 
 
+@contextmanager
+def stop_requests(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)):
+    """Within: the first of ``signals`` is noted (yielded: a list that gets its number) rather than acted on, for
+    the caller to stop where it is safe; the handlers in place before come back at once, so a second signal acts
+    as it would have (Ctrl-C twice interrupts). Python takes signals in the main thread only; elsewhere (a worker
+    thread) nothing changes and the list stays empty."""
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+
+    def note(signum, frame):
+        caught.append(signum)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+    previous = {s: signal.signal(s, note) for s in signals}
+    try:
+        yield caught
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 class Trainer:
     def __init__(self, learner, ds, cfg: TrainConfig, model=None, log: Callable[[dict, int], None] | None = None):
         self.learner, self.ds, self.cfg, self.model = learner, ds, cfg.validate(), model
@@ -280,29 +311,36 @@ class Trainer:
         last = self.step + stop_after if stop_after is not None else cfg.steps
         t0, s0, metrics = time.perf_counter(), self.step, {}
         t_saved = t0
-        while self.step < min(cfg.steps, last):
-            if self.buffer is not None and self.step % cfg.rollout_every == 0:
-                self.log(self.imagine(), self.step)
-            with self.autocast():
-                metrics = self.learner.update(self.batch(), self.generator)
-            self.step += 1
-            if bar is not None:
-                bar.update(1)
-            if self.step % cfg.log_every == 0:
-                rate = (self.step - s0) / (time.perf_counter() - t0)
-                self.log({**{f"train/{k}": v for k, v in metrics.items()}, "train/updates_per_second": rate},
-                         self.step)
-            if task is not None and self.step % cfg.eval_every == 0 and self.step < cfg.steps:
-                result = evaluate(self.learner, task, cfg.eval_episodes, seed=10_000 + self.step, device=self.device)
-                self.evals.append({"step": self.step, **result})
-                self.log({f"eval/{k}": v for k, v in result.items()}, self.step)
+        with stop_requests() as caught:
+            while self.step < min(cfg.steps, last):
+                if self.buffer is not None and self.step % cfg.rollout_every == 0:
+                    self.log(self.imagine(), self.step)
+                with self.autocast():
+                    metrics = self.learner.update(self.batch(), self.generator)
+                self.step += 1
                 if bar is not None:
-                    bar.set_postfix(score=f"{result['normalized_score']:.1f}")
-            if checkpoint is not None and (self.step % cfg.checkpoint_every == 0 or self.step == cfg.steps):
-                now = time.perf_counter()
-                self.seconds += now - t_saved
-                t_saved = now
-                self.save(checkpoint)
+                    bar.update(1)
+                if self.step % cfg.log_every == 0:
+                    rate = (self.step - s0) / (time.perf_counter() - t0)
+                    self.log({**{f"train/{k}": v for k, v in metrics.items()}, "train/updates_per_second": rate},
+                             self.step)
+                if task is not None and self.step % cfg.eval_every == 0 and self.step < cfg.steps:
+                    result = evaluate(self.learner, task, cfg.eval_episodes, seed=10_000 + self.step,
+                                      device=self.device)
+                    self.evals.append({"step": self.step, **result})
+                    self.log({f"eval/{k}": v for k, v in result.items()}, self.step)
+                    if bar is not None:
+                        bar.set_postfix(score=f"{result['normalized_score']:.1f}")
+                if checkpoint is not None and (caught or self.step % cfg.checkpoint_every == 0
+                                               or self.step == cfg.steps):
+                    now = time.perf_counter()
+                    self.seconds += now - t_saved
+                    t_saved = now
+                    self.save(checkpoint)
+                if caught:                  # asked to stop: the checkpoint is at this update
+                    if bar is not None:
+                        bar.close()
+                    raise Stopped(caught[0], self.step, checkpoint)
         if bar is not None:
             bar.close()
         elapsed = time.perf_counter() - t0

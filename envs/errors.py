@@ -3,9 +3,13 @@
 Anything raised as :class:`ReverieError` is a problem with the user's input
 (a path, a field, an option); the CLI prints its message on one line and
 exits with status 2. Anything else is a bug and keeps its traceback.
+:class:`Stopped` is neither: a run asked by a signal to stop, which did.
 """
 
 from __future__ import annotations
+
+import signal
+from pathlib import Path
 
 
 class ReverieError(Exception):
@@ -29,3 +33,14 @@ class DatasetError(ReverieError):
         super().__init__(f"{prefix}: {message}" if prefix else message)
         self.source = source
         self.field = field
+
+
+class Stopped(Exception):
+    """A run asked to stop by a signal (SIGTERM, Ctrl-C) ended at ``step``, its checkpoint (if it keeps one)
+    saved there. The CLI prints this one line and exits with 128 + the signal's number, as the shell would."""
+
+    def __init__(self, signum: int, step: int, checkpoint: Path | None):
+        self.signum, self.step, self.checkpoint = signum, step, checkpoint
+        saved = (f"checkpoint saved to {checkpoint}; run the same command to resume" if checkpoint is not None
+                 else "no checkpoint kept")
+        super().__init__(f"stopped by {signal.Signals(signum).name} after update {step:,}: {saved}")

@@ -19,6 +19,7 @@ import csv
 import fcntl
 import io
 import json
+import signal
 import subprocess
 import sys
 from collections import defaultdict
@@ -222,6 +223,10 @@ def cell(cfg: DictConfig) -> float | None:
             print(f"cell {agent} {dataset} seed {seed} is running in another process; skipped", file=sys.stderr)
             return None
         code = train_in_subprocess(cell_args(cfg, agent, dataset, seed, out), log_path, cwd)
+    if code in (128 + signal.SIGTERM, 128 + signal.SIGINT):     # the cell was asked to stop, and saved
+        print(f"cell {agent} {dataset} seed {seed} stopped by a signal at its checkpoint (exit {code}); "
+              f"the next run of the grid resumes it", file=sys.stderr)
+        return None
     if code != 0:
         print(f"cell {agent} {dataset} seed {seed} failed (exit {code}); see {log_path}",
               file=sys.stderr)

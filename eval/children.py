@@ -4,8 +4,8 @@
 runs ``reverie train`` in a child of that. With plain ``subprocess.call``, killing the command a user
 started (``kill PID``, a scheduler's SIGTERM) left the multirun and its current cell running as
 orphans, still writing into the grid. Here each child asks Linux to send it SIGTERM when its parent
-dies (``PR_SET_PDEATHSIG``), so the signal travels down the chain, and each cell stops at its last
-atomic checkpoint. Elsewhere than Linux this is plain ``subprocess.call``.
+dies (``PR_SET_PDEATHSIG``), so the signal travels down the chain, and each cell saves a checkpoint at the
+update it is in and stops (``agents.training.stop_requests``). Elsewhere than Linux this is plain ``subprocess.call``.
 """
 
 from __future__ import annotations

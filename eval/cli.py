@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 import configs as _configs_pkg
 from envs.allocator import retain_freed_memory
-from envs.errors import ReverieError
+from envs.errors import ReverieError, Stopped
 
 CONFIG_DIR = Path(_configs_pkg.__file__).resolve().parent
 EXIT_BAD_INPUT = 2
@@ -979,6 +979,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"reverie: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Stopped as exc:          # a signal, taken between updates: the checkpoint is at that update
+        print(f"reverie: {exc}", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print("reverie: interrupted", file=sys.stderr)
         return 130

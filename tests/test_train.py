@@ -1,9 +1,10 @@
-"""``reverie train``: a real run end to end, exact resume after kill -9, and bad input refused."""
+"""``reverie train``: a real run end to end, exact resume after kill -9 or SIGTERM, and bad input refused."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -77,16 +78,30 @@ def test_train_writes_result_checkpoint_and_tensorboard(capsys, tmp_path, hopper
     assert code == 0 and "has finished" in out
 
 
-def _train_process(hopper_file, run_dir):
+def _train_process(hopper_file, run_dir, checkpoint_every=100):
     argv = [sys.executable, "-m", "eval.cli", "train", "agent=mopo", f"dataset={hopper_file}", "train.steps=1500",
-            "train.checkpoint_every=100", *FAST, f"run_dir={run_dir}"]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            f"train.checkpoint_every={checkpoint_every}", *FAST, f"run_dir={run_dir}"]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
-def test_kill_9_and_resume_gives_the_weights_of_an_uninterrupted_run(tmp_path, hopper_file):
-    straight = _train_process(hopper_file, tmp_path / "straight")
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, hopper_file):
+    """The learner of a run that never stopped."""
+    run_dir = tmp_path_factory.mktemp("straight") / "run"
+    straight = _train_process(hopper_file, run_dir)
     assert straight.wait(timeout=600) == 0, straight.stdout.read()
+    return torch.load(run_dir / "learner.pt", weights_only=False)
 
+
+def assert_same_learner(a: dict, b: dict) -> None:
+    for part in ("actor", "critic", "critic_target"):
+        for k in a[part]:
+            assert torch.equal(a[part][k], b[part][k]), f"{part}.{k} differs"
+    assert torch.equal(a["log_alpha"], b["log_alpha"])
+
+
+def test_kill_9_and_resume_gives_the_weights_of_an_uninterrupted_run(tmp_path, hopper_file, uninterrupted):
     victim = _train_process(hopper_file, tmp_path / "killed")
     checkpoint = tmp_path / "killed" / "checkpoint.pt"
     deadline = time.time() + 300
@@ -102,12 +117,51 @@ def test_kill_9_and_resume_gives_the_weights_of_an_uninterrupted_run(tmp_path, h
     resumed = _train_process(hopper_file, tmp_path / "killed")
     out = resumed.communicate(timeout=600)[0]
     assert resumed.returncode == 0 and "resuming" in out, out
-    a = torch.load(tmp_path / "straight" / "learner.pt", weights_only=False)
-    b = torch.load(tmp_path / "killed" / "learner.pt", weights_only=False)
-    for part in ("actor", "critic", "critic_target"):
-        for k in a[part]:
-            assert torch.equal(a[part][k], b[part][k]), f"{part}.{k} differs"
-    assert torch.equal(a["log_alpha"], b["log_alpha"])
+    assert_same_learner(uninterrupted, torch.load(tmp_path / "killed" / "learner.pt", weights_only=False))
+
+
+def test_sigterm_saves_the_update_it_reached_and_the_run_resumes_to_the_same_weights(tmp_path, hopper_file,
+                                                                                      uninterrupted):
+    """A scheduler's (or a dying ``reverie bench``'s) SIGTERM: with no periodic checkpoint due for 100,000
+    updates, the run still loses nothing: it saves where it is, says so in one line and exits 128 + 15."""
+    run_dir = tmp_path / "stopped"
+    victim = _train_process(hopper_file, run_dir, checkpoint_every=100_000)
+    seen = []
+    for line in victim.stdout:                       # the first evaluation's line: updates are under way
+        seen.append(line)
+        if line.startswith("step 100: normalized score"):
+            victim.send_signal(signal.SIGTERM)
+            break
+    out = "".join(seen) + victim.communicate(timeout=300)[0]
+    assert victim.returncode == 128 + signal.SIGTERM, out
+    stopped = re.search(r"reverie: stopped by SIGTERM after update ([\d,]+): checkpoint saved to (\S+); "
+                        r"run the same command to resume", out)
+    assert stopped is not None, out
+    step = int(stopped[1].replace(",", ""))
+    assert 100 <= step < 1500 and stopped[2] == str(run_dir / "checkpoint.pt")
+    assert torch.load(run_dir / "checkpoint.pt", weights_only=False)["step"] == step
+    assert not (run_dir / "result.json").exists() and not (run_dir / "learner.pt").exists()
+
+    resumed = _train_process(hopper_file, run_dir, checkpoint_every=100_000)
+    out = resumed.communicate(timeout=600)[0]
+    assert resumed.returncode == 0 and "resuming" in out, out
+    assert_same_learner(uninterrupted, torch.load(run_dir / "learner.pt", weights_only=False))
+
+
+def test_a_second_signal_acts_at_once_as_it_would_have():
+    from agents.training import stop_requests
+
+    def deliver(signum):
+        os.kill(os.getpid(), signum)
+        time.sleep(0.05)                                 # Python runs the handler between bytecodes
+
+    before = signal.getsignal(signal.SIGINT)
+    with stop_requests() as caught:
+        deliver(signal.SIGINT)
+        assert caught == [signal.SIGINT]                 # noted, not acted on
+        with pytest.raises(KeyboardInterrupt):           # Ctrl-C twice interrupts
+            deliver(signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 @pytest.mark.parametrize("argv, expected", [
