@@ -183,7 +183,8 @@ def stop_requests(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)):
         for s, handler in previous.items():
             signal.signal(s, handler)
 
-    previous = {s: signal.signal(s, note) for s in signals}
+    # a handler set outside Python reads as None, and only the default can stand in for it
+    previous = {s: signal.signal(s, note) or signal.SIG_DFL for s in signals}
     try:
         yield caught
     finally:
