@@ -25,7 +25,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -142,20 +142,36 @@ class Acting:
         self.prev_reward = torch.as_tensor(reward, dtype=torch.float32).to(self.device)
 
 
-def run_episodes(task: str, policy, episodes: int, seed: int, device: str | torch.device = "cpu") -> np.ndarray:
+def play_episodes(task, policy, episodes: int, seed: int, device: str | torch.device = "cpu"):
+    """``episodes`` simulator episodes of a (possibly history-dependent) policy acting deterministically through
+    ``Acting``, run side by side from the resets ``seed``..; deterministic for a seed. Yields each step as
+    ``(obs, action, reward, running, terminated)``: the float32 observations acted on and the actions (tensors on
+    ``device``), then numpy arrays: the simulator's float32 rewards, whether each row was still in its episode at
+    this step (finished rows keep stepping, and their rewards must not count) and whether the step ended it in a
+    fall. Stops once every episode has ended. ``task`` is a task name or an ``envs.tasks`` task."""
+    sim = SimulatorBatch(get_task(task) if isinstance(task, str) else task, episodes)
+    try:
+        obs = sim.reset(seed + np.arange(episodes))
+        acting = Acting(policy, episodes, device)
+        alive = np.ones(episodes, dtype=bool)
+        while alive.any():
+            o = torch.from_numpy(obs).float()
+            with torch.no_grad():
+                act = acting(o)
+            obs, rew, term, trunc = sim.step(act.cpu().numpy())
+            acting.observe(rew)
+            yield o, act, rew, alive.copy(), term
+            alive &= ~(term | trunc)
+    finally:
+        sim.close()
+
+
+def run_episodes(task, policy, episodes: int, seed: int, device: str | torch.device = "cpu") -> np.ndarray:
     """Returns of ``episodes`` simulator episodes of a (possibly history-dependent) policy acting
-    deterministically, run side by side; deterministic for a seed."""
-    sim = SimulatorBatch(get_task(task), episodes)
-    obs = sim.reset(seed + np.arange(episodes))
-    acting = Acting(policy, episodes, device)
-    returns, alive = np.zeros(episodes), np.ones(episodes, dtype=bool)
-    while alive.any():
-        act = acting(torch.from_numpy(obs).float())
-        obs, rew, term, trunc = sim.step(act.cpu().numpy())   # finished rows keep stepping but stop counting
-        returns += rew * alive
-        alive &= ~(term | trunc)
-        acting.observe(rew)
-    sim.close()
+    deterministically, run side by side (``play_episodes``); deterministic for a seed."""
+    returns = np.zeros(episodes)
+    for _, _, rew, running, _ in play_episodes(task, policy, episodes, seed, device):
+        returns += rew * running
     return returns
 
 
@@ -312,7 +328,7 @@ class Trainer:
         last = self.step + stop_after if stop_after is not None else cfg.steps
         t0, s0, metrics = time.perf_counter(), self.step, {}
         t_saved = t0
-        with stop_requests() as caught:
+        with stop_requests() as caught, (bar if bar is not None else nullcontext()):   # tqdm closes on exit
             while self.step < min(cfg.steps, last):
                 if self.buffer is not None and self.step % cfg.rollout_every == 0:
                     self.log(self.imagine(), self.step)
@@ -339,11 +355,7 @@ class Trainer:
                     t_saved = now
                     self.save(checkpoint)
                 if caught:                  # asked to stop: the checkpoint is at this update
-                    if bar is not None:
-                        bar.close()
                     raise Stopped(caught[0], self.step, checkpoint)
-        if bar is not None:
-            bar.close()
         elapsed = time.perf_counter() - t0
         self.seconds += time.perf_counter() - t_saved if checkpoint is None else 0.0
         return {"step": self.step, "seconds": elapsed, "total_seconds": self.seconds,

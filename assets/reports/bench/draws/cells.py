@@ -12,8 +12,7 @@ from omegaconf import OmegaConf
 
 from agents.data import TransitionSampler
 from agents.registry import build_agent
-from agents.training import Acting, acting_policy
-from envs.simulator import SimulatorBatch
+from agents.training import Acting, acting_policy, play_episodes
 from envs.sources import load_source
 from eval.cli import COMMANDS, _compose, _dataset_key, agent_world_model, train_configs
 from worldmodels.registry import load_world_model
@@ -83,27 +82,15 @@ def acting(learner, n: int) -> Acting:
 
 
 def record_episodes(learner, task, n: int, seed: int = 10_000) -> dict:
-    """``n`` whole simulator episodes from the resets ``seed``.. (the evaluation's seeds), the policy acting through
-    ``acting``: per step ``[T, n]``, the tensors ``obs`` and ``actions``, the arrays ``rewards`` (float64, as the
-    simulator gives them; 0 once a row's episode has ended) and ``running`` (the step was in its episode), and per
-    episode ``terminated`` (it ended in a fall)."""
-    sim = SimulatorBatch(task, n)
-    obs = sim.reset(seed + np.arange(n))
-    policy = acting(learner, n)
-    alive, terminated = np.ones(n, bool), np.zeros(n, bool)
+    """``n`` whole simulator episodes from the resets ``seed``.. (the evaluation's seeds), stepped by the
+    evaluation's own loop (``agents.training.play_episodes``): per step ``[T, n]``, the tensors ``obs`` and
+    ``actions``, the arrays ``rewards`` (float32, as the simulator gives them; 0 once a row's episode has ended)
+    and ``running`` (the step was in its episode), and per episode ``terminated`` (it ended in a fall)."""
+    terminated = np.zeros(n, bool)
     seen = {"obs": [], "actions": [], "rewards": [], "running": []}
-    with torch.no_grad():
-        for _ in range(task.max_episode_steps):
-            o = torch.from_numpy(obs).float()
-            act = policy(o)
-            obs, rew, term, trunc = sim.step(act.numpy())
-            policy.observe(rew)
-            seen["obs"].append(o), seen["actions"].append(act), seen["running"].append(alive.copy())
-            seen["rewards"].append(np.where(alive, rew, 0.0))
-            terminated |= alive & term
-            alive &= ~(term | trunc)
-            if not alive.any():
-                break
-    sim.close()
+    for obs, act, rew, running, term in play_episodes(task, acting_policy(learner), n, seed):
+        seen["obs"].append(obs), seen["actions"].append(act), seen["running"].append(running)
+        seen["rewards"].append(np.where(running, rew, 0.0))
+        terminated |= running & term
     return {"obs": torch.stack(seen["obs"]), "actions": torch.stack(seen["actions"]),
             "rewards": np.stack(seen["rewards"]), "running": np.stack(seen["running"]), "terminated": terminated}
