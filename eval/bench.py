@@ -272,7 +272,9 @@ def launcher_overrides(cfg: DictConfig) -> list[str]:
     launcher configured in ``configs/hydra/launcher`` (``slurm``); ``hydra_overrides`` go with it."""
     extra = [str(o) for o in (cfg.get("hydra_overrides") or [])]
     if cfg.launcher == "joblib":
-        return ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={cfg.jobs}", *extra]
+        # one cell a dispatch: joblib's auto batching would hand a worker several cells at once after a run of
+        # quick ones (finished cells, skipped), leaving the other worker idle beside hours of training
+        return ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={cfg.jobs}", "hydra.launcher.batch_size=1", *extra]
     if cfg.launcher != "ray":     # a launcher of configs/hydra/launcher (slurm): config only
         return [f"hydra/launcher={cfg.launcher}", *extra]
     from eval.parallel import RayOptions

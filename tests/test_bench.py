@@ -69,6 +69,19 @@ def test_a_cells_threads_come_from_threads_else_the_launcher(capsys, tmp_path):
     assert not (tmp_path / "g").exists()
 
 
+def test_joblib_hands_out_one_cell_at_a_time():
+    """A run of finished (skipped) cells is quick, and joblib's auto batching would then give one worker several
+    long cells in a batch while the other idles; the grid's multirun asks for batches of one."""
+    from omegaconf import OmegaConf
+
+    from eval.bench import multirun_command
+
+    cfg = OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "bench.yaml")
+    argv = multirun_command(OmegaConf.merge(cfg, {"jobs": 2}), [])
+    assert "hydra/launcher=joblib" in argv and "hydra.launcher.n_jobs=2" in argv
+    assert "hydra.launcher.batch_size=1" in argv
+
+
 def test_a_cell_runs_in_one_grid_at_a_time(tmp_path):
     cell = tmp_path / "cells" / "mopo" / "hopper-medium" / "seed0"
     with cell_lock(cell) as first:
