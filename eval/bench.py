@@ -272,8 +272,9 @@ def launcher_overrides(cfg: DictConfig) -> list[str]:
     launcher configured in ``configs/hydra/launcher`` (``slurm``); ``hydra_overrides`` go with it."""
     extra = [str(o) for o in (cfg.get("hydra_overrides") or [])]
     if cfg.launcher == "joblib":
-        # one cell a dispatch: joblib's auto batching would hand a worker several cells at once after a run of
-        # quick ones (finished cells, skipped), leaving the other worker idle beside hours of training
+        # one cell a dispatch: joblib's auto batching grows its batches after jobs quicker than 0.2 s (a skipped
+        # finished cell took about 1 s here, but a faster machine may get there) and would then hand one worker
+        # several cells at once, leaving the other idle beside hours of training
         return ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={cfg.jobs}", "hydra.launcher.batch_size=1", *extra]
     if cfg.launcher != "ray":     # a launcher of configs/hydra/launcher (slurm): config only
         return [f"hydra/launcher={cfg.launcher}", *extra]

@@ -70,8 +70,8 @@ def test_a_cells_threads_come_from_threads_else_the_launcher(capsys, tmp_path):
 
 
 def test_joblib_hands_out_one_cell_at_a_time():
-    """A run of finished (skipped) cells is quick, and joblib's auto batching would then give one worker several
-    long cells in a batch while the other idles; the grid's multirun asks for batches of one."""
+    """Finished (skipped) cells are quick, and joblib's auto batching, after jobs quicker than 0.2 s, would give one
+    worker several long cells in a batch while the other idles; the grid's multirun asks for batches of one."""
     from omegaconf import OmegaConf
 
     from eval.bench import multirun_command
