@@ -5,7 +5,7 @@ per cell, through the joblib launcher (processes on this machine) or the Ray
 launcher (tasks on a local Ray or a cluster; ``launcher=ray``). A cell is one ``reverie train`` in its own
 process and its own directory, ``<out>/cells/<agent>/<dataset>/seed<S>``: a
 finished cell (``result.json``) is skipped, an unfinished one resumes from its
-checkpoint, so the grid can span sessions. A ``ledger`` (a CSV kept outside ``out``, such as
+checkpoint, so the grid can span sessions; cells already begun run first (``run_order``). A ``ledger`` (a CSV kept outside ``out``, such as
 one committed beside the report) carries finished cells across machines whose ``out`` is lost: its
 cells are skipped, each cell that finishes is added to it. ``collect`` then writes
 ``results.csv`` (one row per finished cell) and ``results.md`` (normalized
@@ -19,6 +19,7 @@ import csv
 import fcntl
 import io
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -142,11 +143,29 @@ def ledger_row(cfg: DictConfig, rows: list[dict], agent: str, dataset: str, seed
     return next((r for r in rows if row_key(r) == key and of_grid(r, cfg.steps, cfg.size)), None)
 
 
-def unfinished(cfg: DictConfig) -> list[Path]:
+def unfinished_cells(cfg: DictConfig) -> list[tuple[str, str, int]]:
+    """The grid's cells (agent, dataset, seed) that have not finished, neither in ``out`` nor in the ledger:
+    seeds vary slowest, then datasets, then agents."""
     out = Path(cfg.out).resolve()
     rows = read_ledger(ledger_path(cfg))
-    return [cell_dir(out, a, d, s) for s in cfg.seeds for d in cfg.datasets for a in cfg.agents
+    return [(a, d, int(s)) for s in cfg.seeds for d in cfg.datasets for a in cfg.agents
             if not (cell_dir(out, a, d, s) / "result.json").is_file() and ledger_row(cfg, rows, a, d, s) is None]
+
+
+def unfinished(cfg: DictConfig) -> list[Path]:
+    out = Path(cfg.out).resolve()
+    return [cell_dir(out, *c) for c in unfinished_cells(cfg)]
+
+
+def run_order(cfg: DictConfig) -> list[tuple[str, str, int]]:
+    """The unfinished cells in the order the grid starts them. Cells already begun come first, the furthest along
+    (by their checkpoints) first, so a grid that spans sessions finishes what it started before it starts more;
+    then the rest with seeds varying slowest, then datasets, so a whole first seed finishes before any second
+    one starts and each dataset's agents (which may share a world model) run together."""
+    out = Path(cfg.out).resolve()
+    cells = unfinished_cells(cfg)
+    begun = {c: checkpoint_step(cell_dir(out, *c)) or 0 for c in cells if cell_dir(out, *c).is_dir()}
+    return sorted(begun, key=lambda c: -begun[c]) + [c for c in cells if c not in begun]
 
 
 def cell_threads(cfg: DictConfig) -> int:
@@ -237,16 +256,20 @@ def cell(cfg: DictConfig) -> float | None:
     return result["normalized_score"]
 
 
-def multirun_command(cfg: DictConfig, overrides: list[str]) -> list[str]:
-    """The Hydra multirun that runs the grid: seeds vary slowest, then datasets, so a whole first
-    seed finishes before any second one starts, and each dataset's agents finish together."""
-    def join(values) -> str:
-        return ",".join(str(v) for v in values)
+def hydra_string(value: str) -> str:
+    """A string quoted for Hydra's override grammar (a dataset may be a path): a quote is escaped, and so are
+    the backslashes just before a quote or the closing one; any other backslash is read as it is."""
+    value = re.sub(r"(\\*)'", lambda m: m[1] * 2 + "\\'", str(value))
+    return "'" + re.sub(r"(\\+)$", lambda m: m[1] * 2, value) + "'"
 
+
+def multirun_command(cfg: DictConfig, overrides: list[str], cells: list[tuple[str, str, int]]) -> list[str]:
+    """The Hydra multirun that runs ``cells`` (``run_order``), one job each, in that order: one sweep over
+    the ``cell`` node's values."""
     passthrough = [o for o in overrides if not o.split("=", 1)[0] in ("agents", "datasets", "seeds", "jobs",
                                                                       "hydra_overrides")]
-    return [sys.executable, "-m", "eval.bench", "--multirun", f"cell.seed={join(cfg.seeds)}",
-            f"cell.dataset={join(cfg.datasets)}", f"cell.agent={join(cfg.agents)}", *launcher_overrides(cfg),
+    choices = ",".join(f"{{agent:{a},dataset:{hydra_string(d)},seed:{s}}}" for a, d, s in cells)
+    return [sys.executable, "-m", "eval.bench", "--multirun", f"cell=choice({choices})", *launcher_overrides(cfg),
             f"hydra.sweep.dir={Path(cfg.out).resolve() / 'hydra'}", "hydra.job.chdir=false", *passthrough]
 
 

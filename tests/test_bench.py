@@ -69,17 +69,54 @@ def test_a_cells_threads_come_from_threads_else_the_launcher(capsys, tmp_path):
     assert not (tmp_path / "g").exists()
 
 
+def grid_config(**over):
+    from omegaconf import OmegaConf
+
+    return OmegaConf.merge(OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "bench.yaml"), over)
+
+
 def test_joblib_hands_out_one_cell_at_a_time():
     """Finished (skipped) cells are quick, and joblib's auto batching, after jobs quicker than 0.2 s, would give one
     worker several long cells in a batch while the other idles; the grid's multirun asks for batches of one."""
-    from omegaconf import OmegaConf
-
     from eval.bench import multirun_command
 
-    cfg = OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "bench.yaml")
-    argv = multirun_command(OmegaConf.merge(cfg, {"jobs": 2}), [])
+    argv = multirun_command(grid_config(jobs=2), [], [("mopo", "hopper-medium", 0)])
     assert "hydra/launcher=joblib" in argv and "hydra.launcher.n_jobs=2" in argv
     assert "hydra.launcher.batch_size=1" in argv
+
+
+def test_a_grid_resumes_the_cells_it_began_first_then_goes_seed_by_seed(tmp_path):
+    """A grid spanning sessions finishes what it started (the furthest along first) before it starts more;
+    finished cells, in ``out`` or in the ledger, are not dispatched at all; the multirun runs exactly these
+    cells in this order, a dataset given as a path (quotes and all) reaching its cell as it was written."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from eval.bench import cell_dir, multirun_command, record, run_order
+
+    odd = str(tmp_path / "it's a dir" / "hopper-x.hdf5")
+    cfg = grid_config(agents=["mopo", "mobile"], datasets=["hopper-random", odd], seeds=[0, 1, 2],
+                      out=str(tmp_path / "grid"), ledger=str(tmp_path / "ledger.csv"), steps=30, size=None)
+    out = tmp_path / "grid"
+    record(tmp_path / "ledger.csv", {"agent": "mopo", "dataset": "hopper-random", "seed": 0, "steps": 30,
+                                     "normalized_score": 1.0})
+    finished = cell_dir(out, "mobile", "hopper-random", 0)
+    finished.mkdir(parents=True)
+    (finished / "result.json").write_text("{}")
+    for (agent, dataset, seed), step in {("mobile", odd, 2): 5000, ("mopo", "hopper-random", 1): 15000,
+                                         ("mopo", odd, 2): None}.items():       # None: still fitting its model
+        cell = cell_dir(out, agent, dataset, seed)
+        cell.mkdir(parents=True)
+        if step is not None:
+            (cell / "progress.json").write_text(json.dumps({"step": step, "steps": 30}))
+
+    order = run_order(cfg)
+    assert order[:3] == [("mopo", "hopper-random", 1), ("mobile", odd, 2), ("mopo", odd, 2)]
+    assert order[3:] == [("mopo", odd, 0), ("mobile", odd, 0), ("mobile", "hopper-random", 1), ("mopo", odd, 1),
+                         ("mobile", odd, 1), ("mopo", "hopper-random", 2), ("mobile", "hopper-random", 2)]
+    sweep = next(a for a in multirun_command(cfg, [], order) if a.startswith("cell="))
+    parser = OverridesParser.create()           # as Hydra's sweeper does: one override a job, each parsed again
+    jobs = [parser.parse_override(f"cell={v}").value() for v in parser.parse_override(sweep).sweep_string_iterator()]
+    assert [(j["agent"], j["dataset"], j["seed"]) for j in jobs] == order
 
 
 def test_a_cell_runs_in_one_grid_at_a_time(tmp_path):

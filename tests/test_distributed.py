@@ -119,11 +119,12 @@ def test_the_slurm_launcher_is_config_only(tmp_path):
     cfg = OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "bench.yaml")
     cfg.launcher, cfg.out = "slurm", str(tmp_path / "grid")
     cfg.hydra_overrides = ["hydra.launcher.partition=cpu"]
-    cmd = multirun_command(cfg, ["launcher=slurm", "hydra_overrides=[hydra.launcher.partition=cpu]"])
+    cmd = multirun_command(cfg, ["launcher=slurm", "hydra_overrides=[hydra.launcher.partition=cpu]"],
+                           [("mopo", "hopper-medium", 0)])
     assert "hydra/launcher=slurm" in cmd and "hydra.launcher.partition=cpu" in cmd
     # compose it (one job's view, --cfg hydra prints instead of submitting)
-    single = [a for a in cmd if a not in ("--multirun",) and not a.startswith("cell.")]
-    shown = subprocess.run([*single, "cell.agent=mopo", "cell.dataset=hopper-medium", "cell.seed=0", "--cfg", "hydra"],
+    single = [a for a in cmd if a not in ("--multirun",) and not a.startswith("cell=")]
+    shown = subprocess.run([*single, "cell={agent:mopo,dataset:'hopper-medium',seed:0}", "--cfg", "hydra"],
                            capture_output=True, text=True, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr[-2000:]
     launcher = OmegaConf.create(shown.stdout).hydra.launcher

@@ -3,8 +3,9 @@
 # machines: every finished cell is added to the committed ledger results.csv beside this script and is
 # skipped thereafter, even where runs/ is gone. A cell unfinished when the machine goes resumes from its last
 # checkpoint in OUT (every 5,000 updates, and on SIGTERM) if OUT is still there, else starts again: a session
-# starts the grid early. Seeds vary slowest, so every dataset's seed 0 finishes before any seed 1 starts, and a
-# cell another grid is running (its lock beside it in OUT) is skipped. OUT (default runs/bench/grid) may lie outside
+# starts the grid early. Cells already begun in OUT run first (the furthest along first); then seeds vary
+# slowest, so every dataset's seed 0 finishes before any seed 1 starts. A cell another grid is running (its lock
+# beside it in OUT) is skipped. OUT (default runs/bench/grid) may lie outside
 # the checkout, e.g. OUT=~/reverie-grid/bench beside the model cache, so that the cells' folders (checkpoints,
 # periodic evaluations, policies for the draws) outlive a checkout that is made anew on the same machine. Stage 'seedN' runs TD3+BC, IQL, MOPO and
 # MOBILE on all six datasets for seed N, dataset by dataset (MOPO and MOBILE share the dataset's world model).
