@@ -157,15 +157,16 @@ def unfinished(cfg: DictConfig) -> list[Path]:
     return [cell_dir(out, *c) for c in unfinished_cells(cfg)]
 
 
-def run_order(cfg: DictConfig) -> list[tuple[str, str, int]]:
-    """The unfinished cells in the order the grid starts them. Cells already begun come first, the furthest along
-    (by their checkpoints) first, so a grid that spans sessions finishes what it started before it starts more;
-    then the rest with seeds varying slowest, then datasets, so a whole first seed finishes before any second
-    one starts and each dataset's agents (which may share a world model) run together."""
+def run_order(cfg: DictConfig) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, int]]]:
+    """The unfinished cells as ``(begun, fresh)``; the grid starts ``begun + fresh`` in that order. Cells already
+    begun (their folder exists) come first, the furthest along (by their checkpoints) first, so a grid that spans
+    sessions finishes what it started before it starts more; then the fresh ones with seeds varying slowest, then
+    datasets, so a whole first seed finishes before any second one starts and each dataset's agents (which may
+    share a world model) run together."""
     out = Path(cfg.out).resolve()
     cells = unfinished_cells(cfg)
     begun = {c: checkpoint_step(cell_dir(out, *c)) or 0 for c in cells if cell_dir(out, *c).is_dir()}
-    return sorted(begun, key=lambda c: -begun[c]) + [c for c in cells if c not in begun]
+    return sorted(begun, key=lambda c: -begun[c]), [c for c in cells if c not in begun]
 
 
 def cell_threads(cfg: DictConfig) -> int:

@@ -450,8 +450,7 @@ def run_train(cfg: DictConfig, ctx: RunContext) -> None:
 def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
     from agents.registry import agent_class
     from eval import children
-    from eval.bench import (cell_dir, cells_left, collect, ledger_path, multirun_command, read_ledger, run_order,
-                            unfinished)
+    from eval.bench import cells_left, collect, ledger_path, multirun_command, read_ledger, run_order, unfinished
 
     for a in cfg.agents:
         agent_class(a)
@@ -465,10 +464,10 @@ def run_bench(cfg: DictConfig, ctx: RunContext) -> int:
     command = " ".join(["reverie bench", *(o for o in ctx.overrides if not o.startswith("collect_only="))])
     code = 0
     if not cfg.collect_only:
-        cells, order = len(cfg.agents) * len(cfg.datasets) * len(cfg.seeds), run_order(cfg)
-        begun = sum(cell_dir(Path(cfg.out).resolve(), *c).is_dir() for c in order)
+        cells, (begun, fresh) = len(cfg.agents) * len(cfg.datasets) * len(cfg.seeds), run_order(cfg)
+        order = begun + fresh
         print(f"{cells} cells ({len(cfg.agents)} agents x {len(cfg.datasets)} datasets x {len(cfg.seeds)} seeds), "
-              f"{len(order)} unfinished ({begun} begun, which go first), {cfg.jobs} at a time ({cfg.launcher}), "
+              f"{len(order)} unfinished ({len(begun)} begun, which go first), {cfg.jobs} at a time ({cfg.launcher}), "
               f"{cfg.steps:,} updates each -> {out}/cells",
               flush=True)
         if order:

@@ -109,10 +109,11 @@ def test_a_grid_resumes_the_cells_it_began_first_then_goes_seed_by_seed(tmp_path
         if step is not None:
             (cell / "progress.json").write_text(json.dumps({"step": step, "steps": 30}))
 
-    order = run_order(cfg)
-    assert order[:3] == [("mopo", "hopper-random", 1), ("mobile", odd, 2), ("mopo", odd, 2)]
-    assert order[3:] == [("mopo", odd, 0), ("mobile", odd, 0), ("mobile", "hopper-random", 1), ("mopo", odd, 1),
-                         ("mobile", odd, 1), ("mopo", "hopper-random", 2), ("mobile", "hopper-random", 2)]
+    begun, fresh = run_order(cfg)
+    assert begun == [("mopo", "hopper-random", 1), ("mobile", odd, 2), ("mopo", odd, 2)]
+    assert fresh == [("mopo", odd, 0), ("mobile", odd, 0), ("mobile", "hopper-random", 1), ("mopo", odd, 1),
+                     ("mobile", odd, 1), ("mopo", "hopper-random", 2), ("mobile", "hopper-random", 2)]
+    order = begun + fresh
     sweep = next(a for a in multirun_command(cfg, [], order) if a.startswith("cell="))
     parser = OverridesParser.create()           # as Hydra's sweeper does: one override a job, each parsed again
     jobs = [parser.parse_override(f"cell={v}").value() for v in parser.parse_override(sweep).sweep_string_iterator()]
