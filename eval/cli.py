@@ -865,7 +865,9 @@ def _make_run_dir(cfg: DictConfig, overrides: list[str], resumable: bool = False
 
 
 # Options that decide where a run's work executes, not what it computes: a run may resume with others.
-HOW_NOT_WHAT = ("parallel", "ray")
+# ``threads`` is one: a run begun on one core resumes on two (float sums may round differently, as any
+# change of machine makes them).
+HOW_NOT_WHAT = ("parallel", "ray", "threads")
 
 
 def _resume_run_dir(run_dir: Path, cfg: DictConfig) -> Path:

@@ -210,6 +210,9 @@ def test_resuming_a_run_dir_with_other_options_is_refused(capsys, tmp_path, hopp
     assert code == 0, err
     code, _, err = run(capsys, *argv[:-1], "train.final_eval_episodes=3", f"run_dir={tmp_path / 'r'}")
     assert code == 2 and "holds a run with train.final_eval_episodes=1, not 3" in err, err
+    # The thread count says where the work runs, not what it computes: a run begun on one core resumes on two.
+    code, _, err = run(capsys, *argv, "threads=2", f"run_dir={tmp_path / 'r'}")
+    assert code == 0, err
     # A run begun before an option existed resumes when the option is left at its shipped default.
     saved = tmp_path / "r" / "config.yaml"
     lines = saved.read_text().splitlines()
